@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what a host build of foxrl needs on Debian 12 (bookworm).
+set -euo pipefail
+packages=(
+  cmake g++ ninja-build git ca-certificates
+  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev  # Kokkos 3.4.1 + Kokkos Kernels (Serial)
+  catch2 libcli11-dev nlohmann-json3-dev
+)
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "ci: all Debian packages present"
+  exit 0
+fi
+echo "ci: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

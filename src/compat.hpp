@@ -1,0 +1,84 @@
+#pragma once
+// Every difference between the Kokkos versions foxrl supports (3.4 on
+// Debian 12's Trilinos, through 4.7) lives here, so the rest of the code has
+// no version #ifs.
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+#include <type_traits>
+
+#if KOKKOS_VERSION < 30400
+#error "foxrl needs Kokkos 3.4 or newer"
+#endif
+
+namespace foxrl::compat {
+
+/// Kokkos 3.4 neither labels fences nor reports them to Kokkos Tools.
+inline constexpr bool fences_are_observable = KOKKOS_VERSION >= 30500;
+
+/// Kokkos 4 can create Serial instances distinct from the default one, so a
+/// launch on the default instance can be told apart from ours.
+inline constexpr bool host_instances_are_distinct = KOKKOS_VERSION >= 40000;
+
+/// Fence one instance, with a label where Kokkos supports it.
+template <class ExecSpace>
+void fence(const ExecSpace& space, const std::string& label) {
+#if KOKKOS_VERSION >= 30500
+  space.fence(label);
+#else
+  (void)label;
+  space.fence();
+#endif
+}
+
+/// A fresh instance of a host execution space (one that is not the default
+/// instance, where the Kokkos version allows it).
+template <class ExecSpace>
+ExecSpace make_host_instance() {
+#if KOKKOS_VERSION >= 40000
+  if constexpr (std::is_constructible_v<ExecSpace, Kokkos::NewInstance>) {
+    return ExecSpace(Kokkos::NewInstance{});
+  } else {
+    return ExecSpace();
+  }
+#else
+  return ExecSpace();
+#endif
+}
+
+}  // namespace foxrl::compat
+
+// Math functions moved from Kokkos::Experimental to Kokkos in 3.7/4.0.
+namespace foxrl::math {
+#if KOKKOS_VERSION >= 40000
+using Kokkos::abs;
+using Kokkos::cos;
+using Kokkos::exp;
+using Kokkos::fabs;
+using Kokkos::fmax;
+using Kokkos::fmin;
+using Kokkos::isfinite;
+using Kokkos::log;
+using Kokkos::log1p;
+using Kokkos::pow;
+using Kokkos::sin;
+using Kokkos::sqrt;
+using Kokkos::tanh;
+#else
+using Kokkos::Experimental::cos;
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::fabs;
+using Kokkos::Experimental::fmax;
+using Kokkos::Experimental::fmin;
+using Kokkos::Experimental::isfinite;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::log1p;
+using Kokkos::Experimental::pow;
+using Kokkos::Experimental::sin;
+using Kokkos::Experimental::sqrt;
+using Kokkos::Experimental::tanh;
+KOKKOS_INLINE_FUNCTION float abs(float x) { return Kokkos::Experimental::fabs(x); }
+KOKKOS_INLINE_FUNCTION double abs(double x) { return Kokkos::Experimental::fabs(x); }
+#endif
+}  // namespace foxrl::math

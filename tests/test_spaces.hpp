@@ -1,0 +1,25 @@
+#pragma once
+// The execution spaces every portable test runs on: all that this Kokkos
+// build enables (Cuda and its host backend in a GPU build; Serial on CI).
+
+#include <Kokkos_Core.hpp>
+
+#include <tuple>
+
+namespace foxrl::test {
+
+using EnabledSpaces = decltype(std::tuple_cat(
+#ifdef KOKKOS_ENABLE_CUDA
+    std::tuple<Kokkos::Cuda>{},
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+    std::tuple<Kokkos::OpenMP>{},
+#endif
+#ifdef KOKKOS_ENABLE_SERIAL
+    std::tuple<Kokkos::Serial>{},
+#endif
+    std::tuple<>{}));
+
+static_assert(std::tuple_size_v<EnabledSpaces> > 0, "no execution space enabled");
+
+}  // namespace foxrl::test

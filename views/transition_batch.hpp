@@ -1,0 +1,34 @@
+#pragma once
+// TransitionBatch: what the experience collector hands to the replay buffer
+// each iteration: one finished n-step transition per environment (row i is
+// env i), written to slots (ptr + i) % capacity.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl {
+
+template <class MemorySpace>
+struct TransitionBatch {
+  using matrix = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>;
+  using vector = Kokkos::View<float*, MemorySpace>;
+
+  matrix observations;       ///< [N, obs_dim] s_t
+  Kokkos::View<std::int32_t*, MemorySpace> actions;  ///< [N]
+  vector rewards;            ///< [N] n-step return, stopped at the episode end
+  matrix next_observations;  ///< [N, obs_dim] s_{t+k}, the real (pre-reset) observation
+  vector discounts;          ///< [N] gamma^k * (1 - terminated)
+  /// [N] 1 when next_observations(i) is the observation the same env will
+  /// hand over `n` iterations later (no episode boundary inside the window),
+  /// so storage may keep it once; 0 at episode boundaries.
+  Kokkos::View<std::uint8_t*, MemorySpace> next_is_successor;
+  /// [N] 1 when row i holds a finished transition (0 while the n-step window
+  /// of that env is still filling at the start of the run).
+  Kokkos::View<std::uint8_t*, MemorySpace> valid;
+
+  int size() const { return static_cast<int>(observations.extent(0)); }
+  int obs_dim() const { return static_cast<int>(observations.extent(1)); }
+};
+
+}  // namespace foxrl

@@ -1,7 +1,8 @@
 #pragma once
 // TransitionBatch: what the experience collector hands to the replay buffer
 // each iteration: one finished n-step transition per environment (row i is
-// env i), written to slots (ptr + i) % capacity.
+// env i), written to slots (ptr + i) % capacity. The collector inserts only
+// once every env's n-step window is full, so every row is a real transition.
 
 #include <Kokkos_Core.hpp>
 
@@ -23,10 +24,6 @@ struct TransitionBatch {
   /// hand over `n` iterations later (no episode boundary inside the window),
   /// so storage may keep it once; 0 at episode boundaries.
   Kokkos::View<std::uint8_t*, MemorySpace> next_is_successor;
-  /// [N] 1 when row i holds a finished transition (0 while the n-step window
-  /// of that env is still filling at the start of the run).
-  Kokkos::View<std::uint8_t*, MemorySpace> valid;
-
   int size() const { return static_cast<int>(observations.extent(0)); }
   int obs_dim() const { return static_cast<int>(observations.extent(1)); }
 };

@@ -11,7 +11,7 @@ mkdir -p "$logs"
 : "${Kokkos_ROOT:?set Kokkos_ROOT to a Kokkos install with CUDA}"
 nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 {
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "commit: ${FOXRL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   "$nvcc_path" --version | tail -1
   cmake --version | head -1

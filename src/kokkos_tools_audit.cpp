@@ -32,9 +32,16 @@ void on_begin_scan(const char* name, std::uint32_t dev, std::uint64_t* id) {
 }
 void on_end(std::uint64_t) {}
 
+// Kokkos 4 fences globally before each callback of a tool that did not
+// declare otherwise at initialisation, which a tool attached through
+// callbacks cannot do. That fence exists only because the audit is attached,
+// so it is not recorded.
+constexpr const char* tool_attachment_fence =
+    "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence";
+
 void on_begin_fence(const char* name, std::uint32_t dev, std::uint64_t* id) {
   *id = next_kernel_id++;
-  if (active_record != nullptr) {
+  if (active_record != nullptr && std::string(name) != tool_attachment_fence) {
     active_record->fences.push_back({name, dev});
   }
 }

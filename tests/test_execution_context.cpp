@@ -6,8 +6,8 @@
 
 #include <string>
 
-TEMPLATE_LIST_TEST_CASE("ExecutionContext runs labelled kernels on its own instance",
-                        "[context]", foxrl::test::EnabledSpaces) {
+TEMPLATE_TEST_CASE("ExecutionContext runs labelled kernels on its own instance",
+                        "[context]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context(42);
   CHECK(context.seed() == 42);

@@ -23,3 +23,19 @@ using EnabledSpaces = decltype(std::tuple_cat(
 static_assert(std::tuple_size_v<EnabledSpaces> > 0, "no execution space enabled");
 
 }  // namespace foxrl::test
+
+// The same list as a macro for TEMPLATE_TEST_CASE, whose test names then
+// carry the backend ("... - Kokkos::Cuda"), which CTest shows.
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOS_ENABLE_OPENMP)
+#define FOXRL_TEST_SPACES Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial
+#elif defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOS_ENABLE_SERIAL)
+#define FOXRL_TEST_SPACES Kokkos::Cuda, Kokkos::Serial
+#elif defined(KOKKOS_ENABLE_CUDA)
+#define FOXRL_TEST_SPACES Kokkos::Cuda
+#elif defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
+#define FOXRL_TEST_SPACES Kokkos::OpenMP, Kokkos::Serial
+#elif defined(KOKKOS_ENABLE_OPENMP)
+#define FOXRL_TEST_SPACES Kokkos::OpenMP
+#else
+#define FOXRL_TEST_SPACES Kokkos::Serial
+#endif

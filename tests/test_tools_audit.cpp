@@ -17,8 +17,8 @@ bool default_instance_is_distinguishable(const foxrl::ExecutionContext<Exec>& co
 
 }  // namespace
 
-TEMPLATE_LIST_TEST_CASE("audit flags a launch on the default instance", "[audit]",
-                        foxrl::test::EnabledSpaces) {
+TEMPLATE_TEST_CASE("audit flags a launch on the default instance", "[audit]",
+                        FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   if (!default_instance_is_distinguishable(context)) {
@@ -40,7 +40,7 @@ TEMPLATE_LIST_TEST_CASE("audit flags a launch on the default instance", "[audit]
   CHECK_THAT(off.front(), Catch::Contains("foxrl::test::on_default_instance"));
 }
 
-TEMPLATE_LIST_TEST_CASE("audit flags a global fence", "[audit]", foxrl::test::EnabledSpaces) {
+TEMPLATE_TEST_CASE("audit flags a global fence", "[audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   if (!foxrl::compat::fences_are_observable) {
     WARN("Kokkos " << KOKKOS_VERSION << " does not report fences to Kokkos Tools");
@@ -52,8 +52,8 @@ TEMPLATE_LIST_TEST_CASE("audit flags a global fence", "[audit]", foxrl::test::En
   CHECK(!off.empty());
 }
 
-TEMPLATE_LIST_TEST_CASE("audit accepts labelled fences of the run's instance", "[audit]",
-                        foxrl::test::EnabledSpaces) {
+TEMPLATE_TEST_CASE("audit accepts labelled fences of the run's instance", "[audit]",
+                        FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto record = foxrl::audit([&] { context.fence("test::instance_fence"); });
@@ -64,8 +64,8 @@ TEMPLATE_LIST_TEST_CASE("audit accepts labelled fences of the run's instance", "
   }
 }
 
-TEMPLATE_LIST_TEST_CASE("audit flags unprefixed allocations and kernel labels", "[audit]",
-                        foxrl::test::EnabledSpaces) {
+TEMPLATE_TEST_CASE("audit flags unprefixed allocations and kernel labels", "[audit]",
+                        FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto record = foxrl::audit([&] {

@@ -49,6 +49,32 @@ struct ReplayInsertFunctor {
   float alpha = 0.0f;
   int rows_per_team = 1;
 
+  // Slot, state row and successor row of row 0 (set by set_position):
+  // row i adds i and wraps once, avoiding 64-bit modulo (slow on GPUs).
+  std::int64_t first_slot = 0;
+  std::int64_t first_state_row = 0;
+  std::int64_t first_successor_row = 0;
+
+  void set_position(std::int64_t transitions_before) {
+    inserted = transitions_before;
+    first_slot = inserted % layout.capacity;
+    first_state_row = layout.obs_row(inserted);
+    first_successor_row = layout.next_obs_row(inserted);
+  }
+
+  KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const {
+    return wrap(first_slot + i, layout.capacity);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const {
+    return wrap(first_state_row + i, layout.obs_rows);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const {
+    return wrap(first_successor_row + i, layout.obs_rows);
+  }
+  KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) {
+    return x >= m ? x - m : x;
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     if (team.league_rank() == 0) {
       update_slots_and_tree(team);
@@ -63,22 +89,23 @@ struct ReplayInsertFunctor {
                                                                : layout.num_envs;
     if (first >= last) return;
     const int dim = layout.obs_dim;
-    const auto& lay = layout;
     const auto& obs = storage.observations;
     const auto& in = batch;
-    const std::int64_t base = inserted;
+    const std::int64_t rows = layout.obs_rows;
+    const std::int64_t state0 = state_row(first);
+    const std::int64_t next0 = successor_row(first);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (last - first) * dim), [&](const int idx) {
-      const int i = first + idx / dim;
-      const int c = idx % dim;
-      const std::int64_t g = base + i;
-      obs(lay.obs_row(g), c) = in.observations(i, c);
+      const int r = idx / dim;
+      const int c = idx - r * dim;
+      const int i = first + r;
+      obs(wrap(state0 + r, rows), c) = in.observations(i, c);
       // Written ahead: the successor's own insert n iterations later writes
       // the same value; until then the row serves as the pending next state.
-      if (in.next_is_successor(i) != 0) obs(lay.next_obs_row(g), c) = in.next_observations(i, c);
+      if (in.next_is_successor(i) != 0) obs(wrap(next0 + r, rows), c) = in.next_observations(i, c);
     });
     const auto& st = storage;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int i) {
-      const std::int64_t s = (base + i) % lay.capacity;
+      const std::int64_t s = slot(i);
       st.actions(s) = in.actions(i);
       st.rewards(s) = in.rewards(i);
       st.discounts(s) = in.discounts(i);
@@ -100,7 +127,7 @@ struct ReplayInsertFunctor {
           const bool boundary = in.next_is_successor(i) == 0;
           if (final) {
             const std::int64_t g = base + i;
-            const std::int64_t s = g % lay.capacity;
+            const std::int64_t s = slot(i);
             std::int32_t evicted = -1;
             if (boundary) {
               const std::int64_t row = (head + offset) % lay.boundary_capacity;
@@ -134,24 +161,28 @@ struct ReplayInsertFunctor {
     Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
 
     if (boundaries > 0) {
+      // Boundaries are rare (about n / episode length of the rows): a thread
+      // per row copies its row, instead of a pass over every element.
       const int dim = lay.obs_dim;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs * dim), [&](const int idx) {
-        const int i = idx / dim;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
         if (in.next_is_successor(i) != 0) return;
-        const std::int64_t s = (base + i) % lay.capacity;
-        st.boundary_observations(st.next_ref(s), idx % dim) = in.next_observations(i, idx % dim);
+        const std::int32_t row = st.next_ref(slot(i));
+        for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
       });
     }
     const int n = lay.num_envs;
+    const std::int64_t slot0 = slot(0);
     sum_tree_refresh_paths(team, st.tree, lay.leaves, lay.depth, 2 * n, [&](const int e) {
-      return e < n ? (base + e) % lay.capacity : std::int64_t(st.evicted_slots(e - n));
+      return e < n ? wrap(slot0 + e, lay.capacity) : std::int64_t(st.evicted_slots(e - n));
     });
   }
 };
 
 /// Sample (stratified proportional draws) or gather (given slots) of a batch,
 /// one launch. Each team resolves its rows (descent, next-observation
-/// source), copies their observations with all threads, and folds its
+/// source; a team has more threads than rows, so the copy that follows
+/// spreads each row over several threads and every thread issues only a few
+/// dependent loads), copies their observations with all threads, and folds its
 /// minimum leaf mass into a device scalar; the last team to finish turns the
 /// masses into max-normalised importance weights (p_min / p_i)^beta and
 /// resets the scalars for the next call.
@@ -172,17 +203,16 @@ struct ReplaySampleFunctor {
   std::uint64_t call = 0;
   float beta = 0.0f;
   int batch_size = 0;
+  int rows_per_team = 1;  ///< draws per team
 
-  /// Scratch bytes per team of `team_size` threads.
-  static std::size_t scratch_bytes(int team_size) {
-    return 2 * scratch_rows::shmem_size(team_size);
-  }
+  /// Scratch bytes per team of `rows` draws.
+  static std::size_t scratch_bytes(int rows) { return 2 * scratch_rows::shmem_size(rows); }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const int first = team.league_rank() * team.team_size();
-    const int rows = first + team.team_size() < batch_size ? team.team_size() : batch_size - first;
-    scratch_rows state_row(team.team_scratch(0), team.team_size());
-    scratch_rows next_src(team.team_scratch(0), team.team_size());
+    const int first = team.league_rank() * rows_per_team;
+    const int rows = first + rows_per_team < batch_size ? rows_per_team : batch_size - first;
+    scratch_rows state_row(team.team_scratch(0), rows_per_team);
+    scratch_rows next_src(team.team_scratch(0), rows_per_team);
     const bool gather = given.extent(0) > 0;
     const auto& lay = layout;
     const auto& st = storage;
@@ -224,7 +254,7 @@ struct ReplaySampleFunctor {
     const int dim = lay.obs_dim;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * dim), [&](const int idx) {
       const int r = idx / dim;
-      const int c = idx % dim;
+      const int c = idx - r * dim;
       o.states(first + r, c) = st.observations(state_row(r), c);
       const std::int64_t src = next_src(r);
       o.next_states(first + r, c) =

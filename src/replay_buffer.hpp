@@ -83,7 +83,7 @@ class ReplayBuffer {
     functor.layout = layout_;
     functor.storage = storage_;
     functor.batch = batch;
-    functor.inserted = inserted_;
+    functor.set_position(inserted_);
     functor.alpha = config_.alpha;
     functor.rows_per_team = insert_rows_per_team_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
@@ -239,10 +239,11 @@ class ReplayBuffer {
     functor.call = sample_calls_;
     functor.beta = beta;
     functor.batch_size = batch_size;
-    const int league = (batch_size + sample_team_size_ - 1) / sample_team_size_;
+    functor.rows_per_team = sample_rows_per_team_;
+    const int league = (batch_size + sample_rows_per_team_ - 1) / sample_rows_per_team_;
     Kokkos::TeamPolicy<ExecSpace> policy(space, league, sample_team_size_);
     policy.set_scratch_size(
-        0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_team_size_)));
+        0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_rows_per_team_)));
     Kokkos::parallel_for(label, policy, functor);
     if (given.extent(0) == 0) ++sample_calls_;
     return out;
@@ -312,10 +313,14 @@ class ReplayBuffer {
           std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
     }
     {
+      // About 8 floats (4 state + 4 next) per thread of the gather, so no
+      // thread waits on a long chain of dependent loads.
       kernels::ReplaySampleFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(128)));
-      sample_team_size_ = device ? std::min(128, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(256)));
+      sample_team_size_ = device ? std::min(256, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      sample_rows_per_team_ =
+          device ? std::clamp(sample_team_size_ * 4 / layout_.obs_dim, 1, sample_team_size_) : 64;
     }
   }
 
@@ -329,6 +334,7 @@ class ReplayBuffer {
   int insert_team_size_ = 1;
   int insert_rows_per_team_ = 16;
   int sample_team_size_ = 1;
+  int sample_rows_per_team_ = 1;
 };
 
 }  // namespace foxrl

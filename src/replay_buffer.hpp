@@ -105,7 +105,8 @@ class ReplayBuffer {
   }
 
   /// The transitions in `slots` (clamped to [0, size)), weights 1: the same
-  /// gather as sample, for evaluation and inspection.
+  /// gather as sample, for evaluation and inspection. An evicted slot (its
+  /// boundary row was reused; never sampled) returns its state as next state.
   Batch<memory_space> gather(const ExecSpace& space, const index_view& slots) {
     return launch_sample(space, static_cast<int>(slots.extent(0)), 0.0f, slots,
                          "foxrl::Replay::gather");

@@ -1,0 +1,577 @@
+// ReplayBuffer against independent host references: a float64 model of the
+// priorities and of the sum tree, a model of which transition each slot holds
+// (synthetic observations encode (env, t), so every expected value is known
+// exactly), and chi-square goodness-of-fit of the sampling frequencies.
+#include "execution_context.hpp"
+#include "kokkos_tools_audit.hpp"
+#include "replay_buffer.hpp"
+#include "sum_tree.hpp"
+#include "test_spaces.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace {
+
+template <class Exec>
+using Mem = typename Exec::memory_space;
+
+/// Synthetic experience: observation of env e at iteration t is
+/// (e, t, 0.5, 1.5, ...); rows at episode boundaries carry the distinct next
+/// observation (e, t, -2, -3, ...); actions/rewards/discounts encode (e, t).
+struct Synthetic {
+  int num_envs;
+  int obs_dim;
+  int n_step;
+  int boundary_period;  ///< every boundary_period-th (e, t) ends a window at a boundary
+
+  bool boundary(int e, std::int64_t t) const {
+    return boundary_period > 0 && (e * 7 + t * 3) % boundary_period == 0;
+  }
+  static float obs(int e, std::int64_t t, int c) {
+    return c == 0 ? float(e) : (c == 1 ? float(t) : 0.5f + float(c - 2));
+  }
+  static float boundary_obs(int e, std::int64_t t, int c) {
+    return c == 0 ? float(e) : (c == 1 ? float(t) : -2.0f - float(c - 2));
+  }
+  float next_obs(int e, std::int64_t t, int c) const {
+    return boundary(e, t) ? boundary_obs(e, t, c) : obs(e, t + n_step, c);
+  }
+  static std::int32_t action(int e, std::int64_t t) { return std::int32_t(e * 1000 + t); }
+  static float reward(int e, std::int64_t t) { return float(t) + 0.25f * float(e); }
+  float discount(int e, std::int64_t t) const { return boundary(e, t) ? 0.0f : 0.9f; }
+};
+
+template <class Exec>
+foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synthetic& syn,
+                                                   std::int64_t t) {
+  using TB = foxrl::TransitionBatch<Mem<Exec>>;
+  const int n = syn.num_envs;
+  const int d = syn.obs_dim;
+  TB b;
+  b.observations = typename TB::matrix(Kokkos::view_alloc(space, "foxrl::test::obs"), n, d);
+  b.next_observations = typename TB::matrix(Kokkos::view_alloc(space, "foxrl::test::next_obs"), n, d);
+  b.actions = Kokkos::View<std::int32_t*, Mem<Exec>>(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
+  b.rewards = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::rewards"), n);
+  b.discounts = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::discounts"), n);
+  b.next_is_successor = Kokkos::View<std::uint8_t*, Mem<Exec>>(
+      Kokkos::view_alloc(space, "foxrl::test::next_is_successor"), n);
+  auto obs = Kokkos::create_mirror_view(b.observations);
+  auto next = Kokkos::create_mirror_view(b.next_observations);
+  auto act = Kokkos::create_mirror_view(b.actions);
+  auto rew = Kokkos::create_mirror_view(b.rewards);
+  auto dis = Kokkos::create_mirror_view(b.discounts);
+  auto succ = Kokkos::create_mirror_view(b.next_is_successor);
+  for (int e = 0; e < n; ++e) {
+    for (int c = 0; c < d; ++c) {
+      obs(e, c) = Synthetic::obs(e, t, c);
+      next(e, c) = syn.next_obs(e, t, c);
+    }
+    act(e) = Synthetic::action(e, t);
+    rew(e) = Synthetic::reward(e, t);
+    dis(e) = syn.discount(e, t);
+    succ(e) = syn.boundary(e, t) ? 0 : 1;
+  }
+  Kokkos::deep_copy(space, b.observations, obs);
+  Kokkos::deep_copy(space, b.next_observations, next);
+  Kokkos::deep_copy(space, b.actions, act);
+  Kokkos::deep_copy(space, b.rewards, rew);
+  Kokkos::deep_copy(space, b.discounts, dis);
+  Kokkos::deep_copy(space, b.next_is_successor, succ);
+  return b;
+}
+
+template <class T, class Exec>
+Kokkos::View<T*, Mem<Exec>> to_device(const Exec& space, const std::vector<T>& values) {
+  Kokkos::View<T*, Mem<Exec>> v(Kokkos::view_alloc(space, "foxrl::test::values"), values.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < values.size(); ++i) h(i) = values[i];
+  Kokkos::deep_copy(space, v, h);
+  return v;
+}
+
+template <class View>
+auto to_host(const View& v) {
+  auto h = Kokkos::create_mirror_view(v);
+  Kokkos::deep_copy(h, v);
+  return h;
+}
+
+/// Host model of the priorities: the float32 priority each written slot
+/// carries, updated with the same rules the buffer documents.
+struct PriorityModel {
+  std::int64_t capacity;
+  float alpha;
+  float eps;
+  std::vector<float> priority;  ///< 0 = never written
+  std::int64_t inserted = 0;
+  float max_priority = 1.0f;
+
+  PriorityModel(std::int64_t c, float a, float e) : capacity(c), alpha(a), eps(e), priority(c, 0.0f) {}
+  std::int64_t size() const { return std::min(inserted, capacity); }
+  void insert(int n) {
+    for (int i = 0; i < n; ++i) priority[(inserted + i) % capacity] = max_priority;
+    inserted += n;
+  }
+  void update(const std::vector<std::int64_t>& idx, const std::vector<float>& td) {
+    std::map<std::int64_t, float> winner;  // largest priority wins
+    for (std::size_t e = 0; e < idx.size(); ++e) {
+      if (idx[e] < 0 || idx[e] >= size() || !std::isfinite(td[e])) continue;
+      const float p = std::fabs(td[e]) + eps;
+      auto it = winner.find(idx[e]);
+      if (it == winner.end() || p > it->second) winner[idx[e]] = p;
+      max_priority = std::max(max_priority, p);
+    }
+    for (const auto& [s, p] : winner) priority[s] = p;
+  }
+  double mass(std::int64_t s) const {
+    return priority[s] > 0.0f ? std::pow(double(priority[s]), double(alpha)) : 0.0;
+  }
+};
+
+/// Checks the device tree: leaves against the model (float64 pow vs the
+/// device's powf), every internal node against the float64 sum of its
+/// subtree's model masses and, exactly, against the float sum of its two
+/// children (the tree is what a bottom-up rebuild gives).
+template <class Exec>
+void check_tree(const foxrl::ReplayBuffer<Exec>& buffer, const PriorityModel& model) {
+  const auto tree = to_host(buffer.storage().tree);
+  const std::int64_t leaves = buffer.layout().leaves;
+  std::vector<double> ref(2 * leaves, 0.0);
+  for (std::int64_t s = 0; s < leaves; ++s) ref[leaves + s] = s < model.capacity ? model.mass(s) : 0.0;
+  for (std::int64_t k = leaves - 1; k >= 1; --k) ref[k] = ref[2 * k] + ref[2 * k + 1];
+  int leaf_bad = 0, node_bad = 0, exact_bad = 0;
+  for (std::int64_t s = 0; s < leaves; ++s) {
+    const double got = tree(leaves + s);
+    if (std::fabs(got - ref[leaves + s]) > 2e-6 * ref[leaves + s] + 1e-30) {
+      if (leaf_bad++ < 3) UNSCOPED_INFO("leaf " << s << ": " << got << " vs " << ref[leaves + s]);
+    }
+  }
+  // Rounding of a float tree sum: at most depth roundings of relative 2^-24.
+  const double rtol = (buffer.layout().depth + 2) * std::ldexp(1.0, -24) + 2e-6;
+  for (std::int64_t k = 1; k < leaves; ++k) {
+    if (std::fabs(double(tree(k)) - ref[k]) > rtol * ref[k] + 1e-30) {
+      if (node_bad++ < 3) UNSCOPED_INFO("node " << k << ": " << tree(k) << " vs float64 " << ref[k]);
+    }
+    if (tree(k) != tree(2 * k) + tree(2 * k + 1)) ++exact_bad;
+  }
+  CHECK(leaf_bad == 0);
+  CHECK(node_bad == 0);
+  CHECK(exact_bad == 0);
+  const auto maxp = to_host(buffer.storage().max_priority);
+  CHECK(maxp() == model.max_priority);
+}
+
+/// Counts how often each slot is drawn in `calls` samples of `batch` rows.
+template <class Exec>
+std::vector<std::int64_t> draw_histogram(const Exec& space, foxrl::ReplayBuffer<Exec>& buffer,
+                                         int calls, int batch) {
+  Kokkos::View<std::int64_t*, Mem<Exec>> counts(Kokkos::view_alloc(space, "foxrl::test::counts"),
+                                                buffer.capacity());
+  for (int c = 0; c < calls; ++c) {
+    const auto b = buffer.sample(space, batch, 0.5f);
+    const auto idx = b.indices;
+    Kokkos::parallel_for(
+        "foxrl::test::histogram", Kokkos::RangePolicy<Exec>(space, 0, batch),
+        KOKKOS_LAMBDA(int k) { Kokkos::atomic_add(&counts(idx(k)), std::int64_t(1)); });
+  }
+  const auto h = to_host(counts);
+  return std::vector<std::int64_t>(h.data(), h.data() + h.extent(0));
+}
+
+/// Upper critical value of chi-square with `df` degrees of freedom at
+/// significance 0.001 (Wilson-Hilferty; z_{0.999} = 3.090232).
+double chi_square_critical_0001(int df) {
+  const double z = 3.090232;
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+double chi_square(const std::vector<std::int64_t>& counts, const std::vector<double>& prob,
+                  std::int64_t draws) {
+  double stat = 0.0;
+  for (std::size_t i = 0; i < prob.size(); ++i) {
+    if (prob[i] <= 0.0) continue;
+    const double expected = prob[i] * double(draws);
+    stat += (double(counts[i]) - expected) * (double(counts[i]) - expected) / expected;
+  }
+  return stat;
+}
+
+/// Which transition slot s holds after `inserted` transitions.
+std::int64_t transition_in_slot(std::int64_t s, std::int64_t inserted, std::int64_t capacity) {
+  return s + capacity * ((inserted - 1 - s) / capacity);
+}
+
+foxrl::ReplayConfig small_config(std::int64_t capacity, int obs_dim, int num_envs, int n_step) {
+  foxrl::ReplayConfig c;
+  c.capacity = capacity;
+  c.obs_dim = obs_dim;
+  c.num_envs = num_envs;
+  c.n_step = n_step;
+  c.max_batch = 1024;
+  c.seed = 1234;
+  return c;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across boundaries and wrap",
+                        "[replay]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // capacity not a multiple of num_envs; n * N = 6 pending successors.
+  const Synthetic syn{3, 4, 2, 4};
+  auto config = small_config(10, syn.obs_dim, syn.num_envs, syn.n_step);
+  config.boundary_capacity = 64;  // no evictions here
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+
+  std::vector<std::int64_t> all(10);
+  for (int s = 0; s < 10; ++s) all[s] = s;
+  const auto slots = to_device(space, all);
+  for (std::int64_t t = 0; t < 13; ++t) {
+    buffer.insert(space, make_transitions(space, syn, t));
+    REQUIRE(buffer.size() == std::min<std::int64_t>((t + 1) * 3, 10));
+    REQUIRE(buffer.write_pointer() == ((t + 1) * 3) % 10);
+    const std::int64_t size = buffer.size();
+    const auto view = Kokkos::subview(slots, std::make_pair(std::int64_t(0), size));
+    const auto batch = buffer.gather(space, view);
+    const auto states = to_host(batch.states);
+    const auto next = to_host(batch.next_states);
+    const auto actions = to_host(batch.actions);
+    const auto rewards = to_host(batch.rewards);
+    const auto discounts = to_host(batch.discounts);
+    const auto indices = to_host(batch.indices);
+    for (std::int64_t s = 0; s < size; ++s) {
+      const std::int64_t g = transition_in_slot(s, buffer.inserted(), 10);
+      const int e = int(g % 3);
+      const std::int64_t tt = g / 3;
+      INFO("after insert " << t << ", slot " << s << " = env " << e << " iteration " << tt);
+      CHECK(indices(s) == s);
+      CHECK(actions(s) == Synthetic::action(e, tt));
+      CHECK(rewards(s) == Synthetic::reward(e, tt));
+      CHECK(discounts(s) == syn.discount(e, tt));
+      for (int c = 0; c < syn.obs_dim; ++c) {
+        CHECK(states(s, c) == Synthetic::obs(e, tt, c));
+        CHECK(next(s, c) == syn.next_obs(e, tt, c));
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row was reused",
+                        "[replay]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{4, 3, 1, 3};
+  auto config = small_config(22, syn.obs_dim, syn.num_envs, syn.n_step);
+  config.boundary_capacity = 5;
+  config.alpha = 0.0f;
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+
+  // Host model of the boundary pool: rows handed out in transition order.
+  std::vector<std::int64_t> owner(5, -1);
+  std::set<std::int64_t> evicted;
+  std::int64_t head = 0, inserted = 0;
+  for (std::int64_t t = 0; t < 17; ++t) {
+    for (int e = 0; e < 4; ++e) {
+      if (!syn.boundary(e, t)) continue;
+      const std::int64_t row = head++ % 5;
+      if (owner[row] >= 0 && owner[row] >= inserted + 4 - 22) evicted.insert(owner[row]);
+      owner[row] = inserted + e;
+    }
+    inserted += 4;
+    buffer.insert(space, make_transitions(space, syn, t));
+  }
+  std::set<std::int64_t> sampleable;
+  for (std::int64_t s = 0; s < 22; ++s) {
+    if (evicted.count(transition_in_slot(s, inserted, 22)) == 0) sampleable.insert(s);
+  }
+  REQUIRE(sampleable.size() < 22);  // the scenario must evict something live
+  REQUIRE(!sampleable.empty());
+
+  const auto tree = to_host(buffer.storage().tree);
+  for (std::int64_t s = 0; s < 22; ++s) {
+    INFO("slot " << s);
+    CHECK((tree(buffer.layout().leaves + s) > 0.0f) == (sampleable.count(s) == 1));
+  }
+  std::set<std::int64_t> seen;
+  for (int call = 0; call < 20; ++call) {
+    const auto batch = buffer.sample(space, 64, 1.0f);
+    const auto idx = to_host(batch.indices);
+    const auto states = to_host(batch.states);
+    const auto next = to_host(batch.next_states);
+    for (int k = 0; k < 64; ++k) {
+      const std::int64_t g = transition_in_slot(idx(k), inserted, 22);
+      const int e = int(g % 4);
+      const std::int64_t tt = g / 4;
+      INFO("draw " << k << " slot " << idx(k));
+      REQUIRE(sampleable.count(idx(k)) == 1);
+      seen.insert(idx(k));
+      for (int c = 0; c < syn.obs_dim; ++c) {
+        CHECK(states(k, c) == Synthetic::obs(e, tt, c));
+        CHECK(next(k, c) == syn.next_obs(e, tt, c));
+      }
+    }
+  }
+  CHECK(seen == sampleable);
+  CHECK(to_host(buffer.storage().boundary_evictions)() > 0);
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random inserts and updates",
+                        "[replay][sum_tree]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{6, 2, 3, 0};
+  auto config = small_config(100, syn.obs_dim, syn.num_envs, syn.n_step);  // 128 leaves
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  PriorityModel model(100, config.alpha, config.eps);
+
+  std::mt19937_64 rng(7);
+  std::int64_t t = 0;
+  for (int step = 0; step < 60; ++step) {
+    if (buffer.size() == 0 || rng() % 3 == 0) {
+      buffer.insert(space, make_transitions(space, syn, t++));
+      model.insert(syn.num_envs);
+    } else {
+      const int n = 1 + int(rng() % 40);
+      std::vector<std::int64_t> idx(n);
+      std::vector<float> td(n);
+      std::uniform_real_distribution<float> err(0.0f, 4.0f);
+      for (int e = 0; e < n; ++e) {
+        idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
+        td[e] = err(rng) * err(rng);  // spread over several orders of magnitude
+      }
+      buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+      model.update(idx, td);
+    }
+    INFO("step " << step);
+    check_tree(buffer, model);
+  }
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest priority wins",
+                        "[replay]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{4, 2, 1, 0};
+  auto config = small_config(16, syn.obs_dim, syn.num_envs, syn.n_step);
+  const std::vector<std::int64_t> idx{5, 5, 7, 5, 9, 7, 40, -1};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> td{1.0f, 3.0f, 2.0f, 0.5f, nan, 0.25f, 9.0f, 9.0f};
+
+  std::vector<std::vector<float>> trees;
+  for (int run = 0; run < 2; ++run) {
+    foxrl::ReplayBuffer<Exec> buffer(space, config);
+    PriorityModel model(16, config.alpha, config.eps);
+    for (int t = 0; t < 3; ++t) {
+      buffer.insert(space, make_transitions(space, syn, t));
+      model.insert(4);
+    }
+    buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+    model.update(idx, td);  // 40 and -1 are outside [0, size): ignored
+    check_tree(buffer, model);
+    const auto tree = to_host(buffer.storage().tree);
+    const auto L = buffer.layout().leaves;
+    CHECK(tree(L + 5) == Approx(std::pow(3.0 + 1e-6, 0.6)).epsilon(2e-6));
+    CHECK(tree(L + 7) == Approx(std::pow(2.0 + 1e-6, 0.6)).epsilon(2e-6));
+    CHECK(tree(L + 9) == Approx(1.0).epsilon(2e-6));  // NaN td: unchanged
+    trees.emplace_back(tree.data(), tree.data() + tree.extent(0));
+  }
+  CHECK(trees[0] == trees[1]);
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square, 10^6 draws)",
+                        "[replay][statistics]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{8, 2, 1, 0};
+  auto config = small_config(64, syn.obs_dim, syn.num_envs, syn.n_step);
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  PriorityModel model(64, config.alpha, config.eps);
+  for (int t = 0; t < 8; ++t) {
+    buffer.insert(space, make_transitions(space, syn, t));
+    model.insert(8);
+  }
+  std::vector<std::int64_t> idx(64);
+  std::vector<float> td(64);
+  for (int s = 0; s < 64; ++s) {
+    idx[s] = s;
+    td[s] = 0.01f + 0.37f * float((s * 11) % 17) + (s % 5 == 0 ? 6.0f : 0.0f);
+  }
+  buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+  model.update(idx, td);
+
+  const int calls = 977, batch = 1024;  // 1,000,448 draws
+  const auto counts = draw_histogram(space, buffer, calls, batch);
+  double total = 0.0;
+  for (int s = 0; s < 64; ++s) total += model.mass(s);
+  std::vector<double> prob(64);
+  for (int s = 0; s < 64; ++s) prob[s] = model.mass(s) / total;
+  const double stat = chi_square(counts, prob, std::int64_t(calls) * batch);
+  const double critical = chi_square_critical_0001(63);
+  INFO("chi-square " << stat << ", critical value (df 63, p = 0.001) " << critical);
+  CHECK(stat < critical);
+
+  // The same test must reject a wrong distribution: uniform is far off here.
+  const std::vector<double> uniform(64, 1.0 / 64.0);
+  CHECK(chi_square(counts, uniform, std::int64_t(calls) * batch) > critical);
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer with alpha = 0 samples the filled slots uniformly, never the others",
+                        "[replay][statistics]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{8, 2, 1, 0};
+  auto config = small_config(64, syn.obs_dim, syn.num_envs, syn.n_step);
+  config.alpha = 0.0f;
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  for (int t = 0; t < 5; ++t) buffer.insert(space, make_transitions(space, syn, t));  // 40 of 64
+  std::vector<std::int64_t> idx(40);
+  std::vector<float> td(40);
+  for (int s = 0; s < 40; ++s) {
+    idx[s] = s;
+    td[s] = 0.1f * float(s + 1);  // ignored by alpha = 0
+  }
+  buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+
+  const int calls = 400, batch = 1000;
+  const auto counts = draw_histogram(space, buffer, calls, batch);
+  for (int s = 40; s < 64; ++s) CHECK(counts[s] == 0);
+  const std::vector<double> prob(40, 1.0 / 40.0);
+  const double stat = chi_square(counts, prob, std::int64_t(calls) * batch);
+  INFO("chi-square " << stat);
+  CHECK(stat < chi_square_critical_0001(39));
+
+  const auto weights = to_host(buffer.sample(space, 256, 0.7f).is_weights);
+  for (int k = 0; k < 256; ++k) CHECK(weights(k) == 1.0f);
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host reference",
+                        "[replay]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{8, 3, 2, 0};
+  auto config = small_config(200, syn.obs_dim, syn.num_envs, syn.n_step);
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  PriorityModel model(200, config.alpha, config.eps);
+  for (int t = 0; t < 20; ++t) {  // 160 of 200 slots
+    buffer.insert(space, make_transitions(space, syn, t));
+    model.insert(8);
+  }
+  std::vector<std::int64_t> idx(160);
+  std::vector<float> td(160);
+  for (int s = 0; s < 160; ++s) {
+    idx[s] = s;
+    td[s] = std::exp(0.05f * float((s * 37) % 101)) * 0.01f;
+  }
+  buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+  model.update(idx, td);
+
+  buffer.sample(space, 300, 0.4f);  // advances the RNG stream: the next call is call 1
+  const float beta = 0.4f;
+  const int B = 512;
+  const auto batch = buffer.sample(space, B, beta);
+  const auto indices = to_host(batch.indices);
+  const auto weights = to_host(batch.is_weights);
+  const auto tree = to_host(buffer.storage().tree);
+
+  double total = 0.0;
+  for (int s = 0; s < 200; ++s) total += model.mass(s);
+  const double size = double(buffer.size());
+  std::vector<double> w(B);
+  double w_max = 0.0;
+  for (int k = 0; k < B; ++k) {
+    w[k] = std::pow(size * model.mass(indices(k)) / total, -double(beta));
+    w_max = std::max(w_max, w[k]);
+  }
+  for (int k = 0; k < B; ++k) {
+    INFO("draw " << k << " slot " << indices(k));
+    REQUIRE(indices(k) >= 0);
+    REQUIRE(indices(k) < 160);
+    CHECK(double(weights(k)) == Approx(w[k] / w_max).epsilon(1e-5));
+    // Draw k comes from stratum k, so slots are non-decreasing in k ...
+    if (k > 0) CHECK(indices(k) >= indices(k - 1));
+    // ... and equal the host descent of the same tree with the same counter.
+    const float u = foxrl::kernels::counter_uniform(config.seed, 1, std::uint64_t(k));
+    const float target = (float(k) + u) * (tree(1) / float(B));
+    CHECK(foxrl::kernels::sum_tree_descend(tree, buffer.layout().leaves, buffer.layout().depth,
+                                           target, buffer.size()) == indices(k));
+  }
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer insert, sample and update stay on the context's instance",
+                        "[replay][audit]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{16, 5, 3, 4};
+  auto config = small_config(1000, syn.obs_dim, syn.num_envs, syn.n_step);
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  const auto transitions = make_transitions(space, syn, 0);
+  std::vector<float> td_host(128);
+  for (int k = 0; k < 128; ++k) td_host[k] = 0.01f * float(k);
+  const auto td = to_device(space, td_host);
+  auto iteration = [&] {
+    buffer.insert(space, transitions);
+    const auto batch = buffer.sample(space, 128, 0.5f);
+    buffer.update_priorities(space, batch.indices, td);
+  };
+  iteration();  // a backend may size its internal scratch on first use
+  context.fence("test::setup");
+
+  const auto record = foxrl::audit([&] {
+    iteration();
+    context.fence("test::done");
+  });
+  const auto violations = record.violations(foxrl::tools_device_id(space));
+  INFO("violations: " << violations.size() << (violations.empty() ? "" : ", first: " + violations.front()));
+  CHECK(violations.empty());
+  CHECK(record.launches.size() == 3);  // one kernel per operation
+  for (const auto& a : record.allocations) {
+    INFO("allocation " << a.label);
+    CHECK(a.label.rfind("foxrl::", 0) != 0);  // the buffer allocates nothing per call
+  }
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer rejects bad input and reports its footprint", "[replay]",
+                        FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{4, 65, 3, 0};
+  auto config = small_config(4096, syn.obs_dim, syn.num_envs, syn.n_step);
+  config.boundary_capacity = 64;
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  CHECK_THROWS_AS(buffer.sample(space, 8, 0.4f), foxrl::UsageError);  // empty
+  buffer.insert(space, make_transitions(space, syn, 0));
+  CHECK_THROWS_AS(buffer.sample(space, 0, 0.4f), foxrl::UsageError);
+  CHECK_THROWS_AS(buffer.sample(space, 1025, 0.4f), foxrl::UsageError);
+  const Synthetic wrong{5, 65, 3, 0};
+  CHECK_THROWS_AS(buffer.insert(space, make_transitions(space, wrong, 1)), foxrl::UsageError);
+  auto bad = config;
+  bad.capacity = 3;
+  CHECK_THROWS_AS(foxrl::ReplayBuffer<Exec>(space, bad), foxrl::UsageError);
+
+  // obs stored once (+ n*N pending rows and a small boundary pool), plus
+  // action, reward, discount, next_ref (4 bytes each) and two tree floats.
+  const double obs_bytes = 4.0 * syn.obs_dim;
+  const double scalars = 4 * 4 + 2 * 4;
+  const double pending = obs_bytes * (3.0 * 4) / 4096 + (obs_bytes + 8) * 64 / 4096;
+  CHECK(buffer.bytes_per_transition() == Approx(obs_bytes + scalars + pending).epsilon(1e-9));
+}

@@ -224,7 +224,12 @@ inline void check_shapes(bool ok, const char* what, const std::string& shapes) {
 }
 
 inline std::string dims(std::size_t r, std::size_t c) {
-  return "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
+  std::string s(1, '[');
+  s += std::to_string(r);
+  s += ", ";
+  s += std::to_string(c);
+  s += ']';
+  return s;
 }
 
 }  // namespace detail

@@ -33,7 +33,10 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 
 std::string hidden_string(const NetworkLayout& layout) {
   std::string s;
-  for (int l = 0; l + 1 < layout.num_layers; ++l) s += (l ? "," : "") + std::to_string(layout.layers[l].out);
+  for (int l = 0; l + 1 < layout.num_layers; ++l) {
+    if (l) s += ',';
+    s += std::to_string(layout.layers[l].out);
+  }
   return s;
 }
 

@@ -103,8 +103,14 @@ struct NetworkLayout {
   /// Short description for logs and benchmarks, e.g. "65-512-512-dueling(3)".
   std::string describe() const {
     std::string s = std::to_string(obs_dim);
-    for (int l = 0; l + 1 < num_layers; ++l) s += "-" + std::to_string(layers[l].out);
-    return s + "-dueling(" + std::to_string(num_actions) + ")";
+    for (int l = 0; l + 1 < num_layers; ++l) {
+      s += '-';
+      s += std::to_string(layers[l].out);
+    }
+    s += "-dueling(";
+    s += std::to_string(num_actions);
+    s += ')';
+    return s;
   }
 
   friend bool operator==(const NetworkLayout& a, const NetworkLayout& b) {

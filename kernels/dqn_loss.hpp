@@ -1,0 +1,175 @@
+#pragma once
+// The DQN loss in one launch: dueling combination of the head outputs,
+// double-DQN n-step target, TD error, importance-weighted Huber (or MSE)
+// loss, its gradient with respect to the head outputs, the per-sample
+// |TD| for the replay priorities and the batch means for the metrics.
+// Plus the inference-side dueling combination (Q-values and greedy action).
+
+#include "compat.hpp"
+#include "learner_metrics.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl {
+
+/// Per-sample loss of the TD error.
+enum class LossKind {
+  huber,  ///< smooth L1 with delta 1 (PyTorch's smooth_l1_loss / huber_loss)
+  mse,    ///< td^2 (PyTorch's mse_loss)
+};
+
+namespace kernels {
+
+/// Q_j = V + A_j - mean(A); the one formula both the learner and the action
+/// selector use, so their argmax agree.
+KOKKOS_INLINE_FUNCTION float dueling_q(float v, float a_j, float mean_a) { return (v + a_j) - mean_a; }
+
+/// mean_j head(row, 1 + j) for a [rows, 1 + A] head output.
+template <class Head>
+KOKKOS_INLINE_FUNCTION float advantage_mean(const Head& head, int row, int num_actions) {
+  float s = 0.0f;
+  for (int j = 0; j < num_actions; ++j) s += head(row, 1 + j);
+  return s / static_cast<float>(num_actions);
+}
+
+/// argmax_j Q(row, j) of a head output, lowest index on ties.
+template <class Head>
+KOKKOS_INLINE_FUNCTION int greedy_action(const Head& head, int row, int num_actions, float mean_a) {
+  const float v = head(row, 0);
+  int best = 0;
+  float best_q = dueling_q(v, head(row, 1), mean_a);
+  for (int j = 1; j < num_actions; ++j) {
+    const float q = dueling_q(v, head(row, 1 + j), mean_a);
+    if (q > best_q) {
+      best_q = q;
+      best = j;
+    }
+  }
+  return best;
+}
+
+/// The loss kernel's inputs and outputs. All head Views are [B, 1 + A].
+template <class MemorySpace>
+struct DqnLossArgs {
+  using head_view = Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  head_view online_s;       ///< online network at s
+  head_view online_next;    ///< online network at s' (selects a*)
+  head_view target_next;    ///< target network at s' (evaluates a*)
+  Kokkos::View<const std::int32_t*, MemorySpace> actions;
+  Kokkos::View<const float*, MemorySpace> rewards;
+  Kokkos::View<const float*, MemorySpace> discounts;  ///< gamma^n (1 - terminated)
+  Kokkos::View<const float*, MemorySpace> is_weights;
+  LossKind loss = LossKind::huber;
+
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d_head;  ///< dL/dhead [B, 1 + A]
+  Kokkos::View<float*, MemorySpace> td_errors;  ///< |Q(s, a) - y| [B]
+  Kokkos::View<float*, MemorySpace> metrics;    ///< LearnerMetrics slots
+  /// Advanced by one here (if allocated), so the optimizer that follows sees
+  /// the step it takes without a launch of its own.
+  Kokkos::View<std::int64_t, MemorySpace> adam_step;
+};
+
+/// One team walks the batch; partial sums meet in a scratch tree so the
+/// means are deterministic and land in `metrics` without a host read-back.
+template <class ExecSpace>
+struct DqnLossFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+  static constexpr int sums = 3;  // loss, q, |td|
+
+  DqnLossArgs<memory_space> args;
+  int batch = 0;
+  int num_actions = 0;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int rank = team.team_rank();
+    const int size = team.team_size();
+    float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
+    const float inv_b = 1.0f / static_cast<float>(batch);
+    const float inv_a = 1.0f / static_cast<float>(num_actions);
+    float loss_sum = 0.0f, q_sum = 0.0f, td_sum = 0.0f;
+    for (int i = rank; i < batch; i += size) {
+      const int a = args.actions(i);
+      const float q = dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
+      const int a_star = greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
+      const float q_next = dueling_q(args.target_next(i, 0), args.target_next(i, 1 + a_star),
+                                     advantage_mean(args.target_next, i, num_actions));
+      const float y = args.rewards(i) + args.discounts(i) * q_next;
+      const float td = q - y;
+      const float abs_td = math::fabs(td);
+      float l, dl;
+      if (args.loss == LossKind::huber) {
+        l = abs_td <= 1.0f ? 0.5f * td * td : abs_td - 0.5f;
+        dl = td > 1.0f ? 1.0f : (td < -1.0f ? -1.0f : td);
+      } else {
+        l = td * td;
+        dl = 2.0f * td;
+      }
+      const float w = args.is_weights(i);
+      const float g = w * dl * inv_b;
+      args.d_head(i, 0) = g;
+      for (int j = 0; j < num_actions; ++j) args.d_head(i, 1 + j) = g * ((j == a ? 1.0f : 0.0f) - inv_a);
+      args.td_errors(i) = abs_td;
+      loss_sum += w * l;
+      q_sum += q;
+      td_sum += abs_td;
+    }
+    partial[rank] = loss_sum;
+    partial[size + rank] = q_sum;
+    partial[2 * size + rank] = td_sum;
+    int width = 1;
+    while (width < size) width *= 2;
+    for (int half = width / 2; half > 0; half /= 2) {
+      team.team_barrier();
+      if (rank < half && rank + half < size)
+        for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
+    }
+    team.team_barrier();
+    if (rank == 0) {
+      args.metrics(LearnerMetrics::loss) = partial[0] * inv_b;
+      args.metrics(LearnerMetrics::mean_q) = partial[size] * inv_b;
+      args.metrics(LearnerMetrics::mean_abs_td) = partial[2 * size] * inv_b;
+      if (args.adam_step.data() != nullptr) args.adam_step() += 1;
+    }
+  }
+};
+
+/// Launches the loss kernel on `space` (one team; the batch is small).
+template <class ExecSpace>
+void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memory_space>& args) {
+  using F = DqnLossFunctor<ExecSpace>;
+  constexpr bool host =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  F f;
+  f.args = args;
+  f.batch = static_cast<int>(args.actions.extent(0));
+  f.num_actions = static_cast<int>(args.online_s.extent(1)) - 1;
+  if (f.batch == 0) return;
+  const int team_size = host ? 1 : 512;
+  typename F::policy_type policy(space, 1, team_size);
+  Kokkos::parallel_for("foxrl::kernels::dqn_loss",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::sums * team_size)), f);
+}
+
+/// Q-values [R, A] and greedy actions [R] from a dueling head output
+/// [R, 1 + A]; either output may be an empty View.
+template <class ExecSpace, class Head, class QView, class ActionView>
+void dueling_q_values(const ExecSpace& space, const Head& head, const QView& q_out, const ActionView& actions_out) {
+  const int rows = static_cast<int>(head.extent(0));
+  const int num_actions = static_cast<int>(head.extent(1)) - 1;
+  const bool want_q = q_out.extent(0) > 0;
+  const bool want_a = actions_out.extent(0) > 0;
+  Kokkos::parallel_for(
+      "foxrl::kernels::dueling_q_values", Kokkos::RangePolicy<ExecSpace>(space, 0, rows), KOKKOS_LAMBDA(int i) {
+        const float mean_a = advantage_mean(head, i, num_actions);
+        if (want_q)
+          for (int j = 0; j < num_actions; ++j) q_out(i, j) = dueling_q(head(i, 0), head(i, 1 + j), mean_a);
+        if (want_a) actions_out(i) = greedy_action(head, i, num_actions, mean_a);
+      });
+}
+
+}  // namespace kernels
+}  // namespace foxrl

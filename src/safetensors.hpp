@@ -1,0 +1,55 @@
+#pragma once
+// Reader and writer of the safetensors format (the layout PyTorch's
+// `safetensors` package reads): 8-byte little-endian header length N, a
+// JSON header of N bytes {"name": {"dtype", "shape", "data_offsets"}, ...,
+// "__metadata__": {string: string}}, then the raw little-endian data.
+//
+// The reader validates the whole container (header length, JSON, dtypes,
+// shapes against byte ranges, ranges inside the data section and not
+// overlapping) before returning anything; errors are foxrl::Error naming
+// the file, the tensor and the problem. The writer is atomic: it writes a
+// temporary file next to the target, fsyncs it and renames it over.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace foxrl::safetensors {
+
+/// One tensor: dtype as safetensors spells it ("F32", "I64", ...), shape,
+/// and its bytes (little-endian, row-major).
+struct Tensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<unsigned char> data;
+
+  std::int64_t numel() const;
+};
+
+/// A whole file: tensors in data order, plus the string metadata.
+struct File {
+  std::vector<Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+
+  /// The tensor called `name`, or nullptr.
+  const Tensor* find(const std::string& name) const;
+};
+
+/// Bytes per element of a safetensors dtype; 0 if the name is unknown.
+std::size_t dtype_size(const std::string& dtype);
+
+/// Reads and validates `path`; throws foxrl::Error on any defect.
+File read(const std::string& path);
+
+/// Writes `file` to `path` atomically (temp file, fsync, rename).
+void write(const std::string& path, const File& file);
+
+/// A float32 tensor from host floats.
+Tensor make_f32(const std::string& name, std::vector<std::int64_t> shape, const float* values);
+/// An int64 scalar tensor (shape []).
+Tensor make_i64_scalar(const std::string& name, std::int64_t value);
+
+}  // namespace foxrl::safetensors

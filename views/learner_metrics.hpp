@@ -1,0 +1,19 @@
+#pragma once
+// Slots of the learner's device metrics View (float[LearnerMetrics::count]):
+// written by the train step's kernels, copied to the host once per log
+// interval by whoever reports them.
+
+namespace foxrl {
+
+struct LearnerMetrics {
+  enum Slot : int {
+    loss = 0,         ///< mean over the batch of w_i * loss_i
+    mean_q = 1,       ///< mean over the batch of Q_online(s, a)
+    mean_abs_td = 2,  ///< mean over the batch of |Q_online(s, a) - y|
+    grad_norm = 3,    ///< global L2 norm of the gradient, before clipping
+    grad_sq = 4,      ///< its square (the reduction's result; internal)
+    count = 5
+  };
+};
+
+}  // namespace foxrl

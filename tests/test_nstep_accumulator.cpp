@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -178,9 +179,12 @@ TEMPLATE_TEST_CASE("n-step push runs on the run's instance only", "[nstep][audit
   Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::test::actions"), num_envs);
   Kokkos::View<float*, Mem> rewards(Kokkos::view_alloc(space, "foxrl::test::rewards"), num_envs);
   Kokkos::View<std::uint8_t*, Mem> flags(Kokkos::view_alloc(space, "foxrl::test::flags"), num_envs);
+  // Kept alive past the audited region: freeing host memory fences globally
+  // in Kokkos 4, and a run frees nothing inside an iteration.
+  std::optional<foxrl::NStepAccumulator<Exec>> acc;
   const auto record = foxrl::audit([&] {
-    foxrl::NStepAccumulator<Exec> acc(space, num_envs, dim, 2, 0.99f);
-    for (int t = 0; t < 4; ++t) acc.push(space, {obs, actions, rewards, flags, flags, obs});
+    acc.emplace(space, num_envs, dim, 2, 0.99f);
+    for (int t = 0; t < 4; ++t) acc->push(space, {obs, actions, rewards, flags, flags, obs});
     context.fence("test::done");
   });
   const auto violations = record.violations(foxrl::tools_device_id(space));

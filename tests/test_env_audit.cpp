@@ -1,0 +1,97 @@
+// One-stream rule for the acting half: env steps, the signal adapter and
+// action selection run every kernel, allocation and fence on the run's
+// instance with foxrl:: labels.
+#include "action_selector.hpp"
+#include "cartpole_env.hpp"
+#include "execution_context.hpp"
+#include "kokkos_tools_audit.hpp"
+#include "market_data.hpp"
+#include "market_env.hpp"
+#include "signal_adapter.hpp"
+#include "test_spaces.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+namespace {
+
+void require_clean(const foxrl::AuditRecord& record, std::uint32_t device_id) {
+  const auto violations = record.violations(device_id);
+  INFO("violations: " << violations.size() << (violations.empty() ? "" : ", first: " + violations.front()));
+  CHECK(violations.empty());
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("acting half stays on the run's instance", "[audit][envs]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context(3);
+  const auto& space = context.space();
+  const auto id = foxrl::tools_device_id(space);
+  const auto series = foxrl::generate_benchmark_market(2000, 1);
+
+  const auto record = foxrl::audit([&] {
+    // CartPole: adapter -> selector -> env step.
+    const int n = 64;
+    foxrl::CartPoleEnv<Exec> cartpole(space, n, context.seed());
+    foxrl::SignalAdapter<Exec> adapter(space, cartpole.obs_dim());
+    foxrl::ActionSelector<Exec> selector(cartpole.num_actions(), context.seed());
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> normalized(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::normalized"), n, cartpole.obs_dim());
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> q(Kokkos::view_alloc(space, "foxrl::test::q"), n,
+                                                      cartpole.num_actions());
+    Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
+    for (int it = 0; it < 3; ++it) {
+      adapter.process(space, cartpole.observations(), normalized);
+      selector.select(space, q, std::int64_t{it} * n, actions);
+      cartpole.step(space, actions);
+    }
+    // Market: features, env step with the 65-float observation.
+    foxrl::MarketFeatures<Exec> market(space, series, 64);
+    foxrl::MarketEnvConfig config;
+    config.episode_length = 50;
+    foxrl::MarketEnv<Exec> env(space, market, {0, market.size()}, n, context.seed(), config);
+    foxrl::SignalAdapter<Exec> market_adapter(space, env.obs_dim());
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> market_norm(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::market_norm"), n, env.obs_dim());
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> market_q(Kokkos::view_alloc(space, "foxrl::test::market_q"),
+                                                             n, env.num_actions());
+    foxrl::ActionSelector<Exec> market_selector(env.num_actions(), context.seed());
+    for (int it = 0; it < 3; ++it) {
+      market_adapter.process(space, env.observations(), market_norm);
+      market_selector.select(space, market_q, std::int64_t{it} * n, actions);
+      env.step(space, actions);
+    }
+    context.fence("test::acting_done");
+  });
+  require_clean(record, id);
+  CHECK(record.launches.size() >= 12);
+}
+
+TEMPLATE_TEST_CASE("an env step is one launch (CartPole) or two (market)", "[audit][envs]",
+                        FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const int n = 32;
+  foxrl::CartPoleEnv<Exec> cartpole(space, n, 1);
+  foxrl::MarketFeatures<Exec> market(space, foxrl::generate_benchmark_market(500, 1), 64);
+  foxrl::MarketEnvConfig config;
+  config.episode_length = 100;
+  foxrl::MarketEnv<Exec> env(space, market, {0, market.size()}, n, 1, config);
+  Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
+  context.fence("test::setup");
+  const auto c = foxrl::audit([&] { cartpole.step(space, actions); });
+  const auto m = foxrl::audit([&] { env.step(space, actions); });
+  require_clean(c, foxrl::tools_device_id(space));
+  require_clean(m, foxrl::tools_device_id(space));
+  CHECK(c.launches.size() == 1);
+  CHECK(m.launches.size() == 2);
+  CHECK(c.allocations.empty());
+  CHECK(m.allocations.empty());
+  CHECK(c.fences.empty());
+  CHECK(m.fences.empty());
+}

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <string>
 
 namespace {
@@ -32,37 +34,48 @@ TEMPLATE_TEST_CASE("acting half stays on the run's instance", "[audit][envs]", F
   const auto id = foxrl::tools_device_id(space);
   const auto series = foxrl::generate_benchmark_market(2000, 1);
 
+  // Everything is created inside the audited region (so its labels are
+  // checked) but destroyed after it: Kokkos 4 fences globally when it frees
+  // host memory, which a run never does inside an iteration.
+  const int n = 64;
+  using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
+  std::optional<foxrl::CartPoleEnv<Exec>> cartpole;
+  std::optional<foxrl::SignalAdapter<Exec>> adapter, market_adapter;
+  std::optional<foxrl::ActionSelector<Exec>> selector, market_selector;
+  std::optional<foxrl::MarketFeatures<Exec>> market;
+  std::optional<foxrl::MarketEnv<Exec>> env;
+  Matrix normalized, q, market_norm, market_q;
+  Kokkos::View<std::int32_t*, Mem> actions;
+  // Loading market data stages it through host buffers: setup, not iteration.
+  market.emplace(space, series, 64);
+  context.fence("test::market_loaded");
   const auto record = foxrl::audit([&] {
     // CartPole: adapter -> selector -> env step.
-    const int n = 64;
-    foxrl::CartPoleEnv<Exec> cartpole(space, n, context.seed());
-    foxrl::SignalAdapter<Exec> adapter(space, cartpole.obs_dim());
-    foxrl::ActionSelector<Exec> selector(cartpole.num_actions(), context.seed());
-    Kokkos::View<float**, Kokkos::LayoutRight, Mem> normalized(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::normalized"), n, cartpole.obs_dim());
-    Kokkos::View<float**, Kokkos::LayoutRight, Mem> q(Kokkos::view_alloc(space, "foxrl::test::q"), n,
-                                                      cartpole.num_actions());
-    Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
+    cartpole.emplace(space, n, context.seed());
+    adapter.emplace(space, cartpole->obs_dim());
+    selector.emplace(cartpole->num_actions(), context.seed());
+    normalized = Matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::normalized"), n,
+                        cartpole->obs_dim());
+    q = Matrix(Kokkos::view_alloc(space, "foxrl::test::q"), n, cartpole->num_actions());
+    actions = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
     for (int it = 0; it < 3; ++it) {
-      adapter.process(space, cartpole.observations(), normalized);
-      selector.select(space, q, std::int64_t{it} * n, actions);
-      cartpole.step(space, actions);
+      adapter->process(space, cartpole->observations(), normalized);
+      selector->select(space, q, std::int64_t{it} * n, actions);
+      cartpole->step(space, actions);
     }
-    // Market: features, env step with the 65-float observation.
-    foxrl::MarketFeatures<Exec> market(space, series, 64);
+    // Market: env step with the 65-float observation.
     foxrl::MarketEnvConfig config;
     config.episode_length = 50;
-    foxrl::MarketEnv<Exec> env(space, market, {0, market.size()}, n, context.seed(), config);
-    foxrl::SignalAdapter<Exec> market_adapter(space, env.obs_dim());
-    Kokkos::View<float**, Kokkos::LayoutRight, Mem> market_norm(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::market_norm"), n, env.obs_dim());
-    Kokkos::View<float**, Kokkos::LayoutRight, Mem> market_q(Kokkos::view_alloc(space, "foxrl::test::market_q"),
-                                                             n, env.num_actions());
-    foxrl::ActionSelector<Exec> market_selector(env.num_actions(), context.seed());
+    env.emplace(space, *market, foxrl::MarketSplit{0, market->size()}, n, context.seed(), config);
+    market_adapter.emplace(space, env->obs_dim());
+    market_norm = Matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::market_norm"), n,
+                         env->obs_dim());
+    market_q = Matrix(Kokkos::view_alloc(space, "foxrl::test::market_q"), n, env->num_actions());
+    market_selector.emplace(env->num_actions(), context.seed());
     for (int it = 0; it < 3; ++it) {
-      market_adapter.process(space, env.observations(), market_norm);
-      market_selector.select(space, market_q, std::int64_t{it} * n, actions);
-      env.step(space, actions);
+      market_adapter->process(space, env->observations(), market_norm);
+      market_selector->select(space, market_q, std::int64_t{it} * n, actions);
+      env->step(space, actions);
     }
     context.fence("test::acting_done");
   });

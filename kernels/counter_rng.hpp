@@ -41,6 +41,22 @@ KOKKOS_INLINE_FUNCTION float bits_to_uniform_float(std::uint64_t bits) {
   return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
 }
 
+/// a * b rounded on its own. nvcc contracts `lo + width * u` into one fused
+/// multiply-add (one rounding) where host compilers round twice; keeping the
+/// product separate gives the same bits on every backend.
+KOKKOS_INLINE_FUNCTION float mul_unfused(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/// lo + (hi - lo) * u with the same bits on every backend.
+KOKKOS_INLINE_FUNCTION float scale_uniform(float u, float lo, float hi) {
+  return lo + mul_unfused(hi - lo, u);
+}
+
 /// Uniform double in [0, 1): the top 53 bits scaled exactly.
 KOKKOS_INLINE_FUNCTION double bits_to_uniform_double(std::uint64_t bits) {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);

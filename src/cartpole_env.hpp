@@ -101,12 +101,13 @@ struct CartPoleStep {
   /// Episode `episode` of env i starts from draws (reset_seed, i, 4 episode + k).
   KOKKOS_INLINE_FUNCTION void reset_state(int i, std::uint64_t episode, float& x, float& x_dot,
                                           float& theta, float& theta_dot) const {
-    const float lo = -CartPolePhysics::reset_bound, width = 2.0f * CartPolePhysics::reset_bound;
+    const float lo = -CartPolePhysics::reset_bound, hi = CartPolePhysics::reset_bound;
     const std::uint64_t c = 4 * episode;
-    x = lo + width * kernels::counter_uniform(reset_seed, static_cast<std::uint64_t>(i), c);
-    x_dot = lo + width * kernels::counter_uniform(reset_seed, static_cast<std::uint64_t>(i), c + 1);
-    theta = lo + width * kernels::counter_uniform(reset_seed, static_cast<std::uint64_t>(i), c + 2);
-    theta_dot = lo + width * kernels::counter_uniform(reset_seed, static_cast<std::uint64_t>(i), c + 3);
+    const auto stream = static_cast<std::uint64_t>(i);
+    x = kernels::scale_uniform(kernels::counter_uniform(reset_seed, stream, c), lo, hi);
+    x_dot = kernels::scale_uniform(kernels::counter_uniform(reset_seed, stream, c + 1), lo, hi);
+    theta = kernels::scale_uniform(kernels::counter_uniform(reset_seed, stream, c + 2), lo, hi);
+    theta_dot = kernels::scale_uniform(kernels::counter_uniform(reset_seed, stream, c + 3), lo, hi);
   }
 };
 

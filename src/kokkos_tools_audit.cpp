@@ -48,7 +48,9 @@ void on_begin_fence(const char* name, std::uint32_t dev, std::uint64_t* id) {
 
 void on_allocate(Kokkos::Tools::SpaceHandle space, const char* label, const void*,
                  std::uint64_t bytes) {
-  if (active_record != nullptr) {
+  // Kokkos 4's CUDA team launches without level-1 scratch "allocate" a
+  // zero-byte scratch pool on every launch; nothing is allocated.
+  if (active_record != nullptr && bytes > 0) {
     active_record->allocations.push_back({space.name, label, bytes});
   }
 }

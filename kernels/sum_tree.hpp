@@ -12,32 +12,13 @@
 
 #include "compat.hpp"
 
+#include "counter_rng.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 
 namespace foxrl::kernels {
-
-namespace detail {
-
-/// SplitMix64's finaliser: a bijective 64-bit mix with full avalanche.
-KOKKOS_INLINE_FUNCTION std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace detail
-
-/// Counter-based uniform in [0, 1) from (seed, stream, index): no state, so
-/// every draw of every call is reproducible and identical on every backend.
-KOKKOS_INLINE_FUNCTION float counter_uniform(std::uint64_t seed, std::uint64_t stream,
-                                             std::uint64_t index) {
-  std::uint64_t z = detail::mix64(seed + 0x9E3779B97F4A7C15ULL * (stream + 1));
-  z = detail::mix64(z ^ (0xD1B54A32D192ED03ULL * (index + 1)));
-  // 24 random bits: exactly representable, strictly below 1.
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
-}
 
 /// Leaf mass of a priority: p^alpha, and 0 (never sampled) for p <= 0 even
 /// when alpha == 0.

@@ -37,6 +37,9 @@ const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       {"env", &C::env, 0, 0, {"cartpole", "market"}, "environment"},
       {"data", &C::data, 0, 0, {}, "market OHLCV CSV (empty: built-in synthetic market)"},
+      {"synthetic", &C::synthetic, 0, 0, {"regime", "benchmark"}, "built-in market generator (no data file)"},
+      {"synthetic_bars", &C::synthetic_bars, 1000, 1e8, {}, "bars of the built-in market"},
+      {"features", &C::features, 0, 0, {"returns", "ohlcv"}, "market observation features"},
       {"num_envs", &C::num_envs, 1, 1 << 24, {}, "environments stepped in parallel"},
       {"episode_length", &C::episode_length, 1, 1e9, {}, "market episode length in bars"},
       {"cost_bps", &C::cost_bps, 0, 1e4, {}, "market cost per unit of position change (bp)"},

@@ -15,6 +15,9 @@ struct TrainConfig {
   // --- environment ---------------------------------------------------------
   std::string env = "market";        ///< "cartpole" or "market"
   std::string data;                  ///< market OHLCV CSV; empty: built-in synthetic market
+  std::string synthetic = "regime";  ///< generator when `data` is empty: "regime" or "benchmark"
+  std::int64_t synthetic_bars = 100000;
+  std::string features = "returns";  ///< market observation: "returns" (window returns + position) or "ohlcv"
   std::int64_t num_envs = 64;
   std::int64_t episode_length = 1000;  ///< market episodes (truncation); CartPole truncates at 500
   double cost_bps = 5.0;             ///< market: cost per unit of position change, basis points

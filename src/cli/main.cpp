@@ -1,5 +1,6 @@
 // foxrl command-line tool. Exit codes: 0 ok, 2 usage/config error, 1 runtime
 // failure (the reason is printed).
+#include "commands.hpp"
 #include "error.hpp"
 #include "execution_context.hpp"
 #include "market_data.hpp"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   auto* info = app.add_subcommand("info", "Print the Kokkos configuration foxrl runs on");
+  const auto train = foxrl::cli::add_train_command(app);
 
   foxrl::RolloutOptions rollout;
   std::string initial_state, feature_set = "returns";
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
                 << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
                 << KOKKOS_VERSION % 100 << ")\n";
     }
+    if (const int rc = train(); rc >= 0) return rc;
     if (rollout_cmd->parsed()) {
       if (!initial_state.empty()) rollout.initial_state = foxrl::parse_initial_state(initial_state);
       rollout.market.observation.set = foxrl::parse_feature_set(feature_set);

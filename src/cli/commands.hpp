@@ -1,0 +1,16 @@
+#pragma once
+// The subcommands of the foxrl tool. Each registers its options on the app
+// and returns a callable that runs it after parsing (Kokkos initialised).
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace foxrl::cli {
+
+using Command = std::function<int()>;
+
+/// `foxrl train`: the main job.
+Command add_train_command(CLI::App& app);
+
+}  // namespace foxrl::cli

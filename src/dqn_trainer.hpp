@@ -1,0 +1,226 @@
+#pragma once
+// DqnTrainer: the main job. Owns the run's ExecutionContext and every
+// component; one iteration = one collector step of all envs and, once
+// `learning_starts` env steps are in, `updates_per_iteration` fused updates
+// (sample, normalise, double-DQN n-step update, priority update). Nothing in
+// an iteration reads back to the host: at the end of each epoch one
+// labelled fence, one copy of the device counters, one log line, one
+// metrics record, and (every `checkpoint_every` epochs) a checkpoint.
+
+#include "action_selector.hpp"
+#include "dqn_learner.hpp"
+#include "execution_context.hpp"
+#include "experience_collector.hpp"
+#include "market_setup.hpp"
+#include "replay_buffer.hpp"
+#include "signal_adapter.hpp"
+#include "train_config.hpp"
+#include "training_log.hpp"
+#include "vector_env.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace foxrl {
+
+/// Learner metrics summed over an epoch's updates, on the device.
+template <class ExecSpace>
+struct EpochMetricSums {
+  Kokkos::View<double*, typename ExecSpace::memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
+
+  explicit EpochMetricSums(const ExecSpace& space)
+      : sums(Kokkos::view_alloc(space, "foxrl::DqnTrainer::epoch_metric_sums"), LearnerMetrics::count + 1) {}
+
+  void add(const ExecSpace& space, const Kokkos::View<float*, typename ExecSpace::memory_space>& metrics) const {
+    const auto s = sums;
+    Kokkos::parallel_for(
+        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
+          for (int k = 0; k < LearnerMetrics::count; ++k) s(k) += static_cast<double>(metrics(k));
+          s(LearnerMetrics::count) += 1.0;
+        });
+  }
+  void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
+};
+
+template <class ExecSpace = Kokkos::DefaultExecutionSpace>
+class DqnTrainer {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  explicit DqnTrainer(const TrainConfig& config) : config_(config), context_(config.seed) {
+    config_.validate();
+    const auto& space = context_.space();
+    if (config_.env == "market") {
+      market_.emplace(prepare_market(config_));
+      features_.emplace(space, market_->series, static_cast<int>(config_.window));
+      MarketEnvConfig env_config;
+      env_config.observation.set = parse_feature_set(config_.features);
+      env_config.observation.window = static_cast<int>(config_.window);
+      env_config.episode_length = static_cast<int>(config_.episode_length);
+      env_config.cost = config_.cost_bps * 1e-4;
+      market_env_config_ = env_config;
+      env_.emplace(MarketEnv<ExecSpace>(space, *features_, market_->splits.train, static_cast<int>(config_.num_envs),
+                                        config_.seed, env_config));
+      // Prices are normalised by running statistics; the position feature
+      // (last entry of the returns set) is already in [-1, 1].
+      std::vector<std::uint8_t> mask(static_cast<std::size_t>(env_->obs_dim()), 1);
+      if (env_config.observation.set == FeatureSet::returns) mask.back() = 0;
+      adapter_.emplace(space, env_->obs_dim(), SignalAdapterConfig{}, mask);
+    } else {
+      env_.emplace(CartPoleEnv<ExecSpace>(space, static_cast<int>(config_.num_envs), config_.seed));
+    }
+
+    DqnLearnerConfig lc;
+    lc.obs_dim = env_->obs_dim();
+    lc.num_actions = env_->num_actions();
+    lc.hidden.assign(config_.hidden.begin(), config_.hidden.end());
+    lc.max_batch = static_cast<int>(config_.batch_size);
+    lc.max_inference_batch = static_cast<int>(config_.num_envs);
+    lc.lr = static_cast<float>(config_.lr);
+    lc.eps = static_cast<float>(config_.adam_eps);
+    lc.weight_decay = static_cast<float>(config_.weight_decay);
+    lc.max_grad_norm = static_cast<float>(config_.max_grad_norm);
+    lc.target_update_every = static_cast<int>(config_.target_update_every);
+    lc.polyak_tau = static_cast<float>(config_.polyak_tau);
+    lc.loss = config_.loss == "mse" ? LossKind::mse : LossKind::huber;
+    lc.seed = config_.seed;
+    lc.dense_backend = DenseBackend::blas;
+    learner_.emplace(space, lc);
+
+    ReplayConfig rc;
+    rc.capacity = config_.buffer_capacity;
+    rc.obs_dim = env_->obs_dim();
+    rc.num_envs = static_cast<int>(config_.num_envs);
+    rc.n_step = static_cast<int>(config_.n_step);
+    rc.max_batch = static_cast<int>(config_.batch_size);
+    rc.alpha = static_cast<float>(config_.per_alpha);
+    rc.seed = config_.seed;
+    replay_.emplace(space, rc);
+
+    EpsilonSchedule schedule;
+    schedule.start = config_.eps_start;
+    schedule.end = config_.eps_end;
+    schedule.decay_env_steps = static_cast<double>(config_.eps_decay_env_steps);
+    selector_.emplace(env_->num_actions(), config_.seed, schedule);
+
+    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, &*replay_,
+                       static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
+    sums_.emplace(space);
+    context_.fence("DqnTrainer::setup");
+  }
+
+  DqnTrainer(const DqnTrainer&) = delete;
+  DqnTrainer& operator=(const DqnTrainer&) = delete;
+
+  /// One iteration: collector step, then the update round if it is due.
+  void iterate() {
+    const auto& space = context_.space();
+    experiences_ += collector_->step(space, global_step_);
+    global_step_ += config_.num_envs;
+    const bool due = global_step_ >= config_.learning_starts && iteration_ % config_.train_every == 0 &&
+                     replay_->size() >= config_.batch_size;
+    if (due) {
+      for (std::int64_t u = 0; u < config_.updates_per_iteration; ++u) update(space);
+    }
+    ++iteration_;
+  }
+
+  /// Runs one epoch of `iterations_per_epoch` iterations and returns its
+  /// record (after the epoch's one fence).
+  EpochRecord run_epoch() {
+    const auto& space = context_.space();
+    const auto start = std::chrono::steady_clock::now();
+    const std::int64_t steps_before = global_step_, updates_before = updates_;
+    sums_->clear(space);
+    ProgressLine progress(config_.iterations_per_epoch);
+    for (std::int64_t it = 0; it < config_.iterations_per_epoch; ++it) {
+      iterate();
+      progress.tick(it + 1);
+    }
+    context_.fence("DqnTrainer::epoch_end");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.finish();
+    ++epoch_;
+
+    EpochRecord r;
+    r.epoch = epoch_;
+    r.seconds = seconds;
+    r.env_steps = global_step_;
+    r.experiences = experiences_;
+    r.updates = updates_;
+    r.env_steps_per_s = static_cast<double>(global_step_ - steps_before) / seconds;
+    r.updates_per_s = static_cast<double>(updates_ - updates_before) / seconds;
+    r.epsilon = selector_->epsilon(global_step_);
+    r.beta = beta();
+    auto sums = Kokkos::create_mirror_view(Kokkos::HostSpace(), sums_->sums);
+    Kokkos::deep_copy(space, sums, sums_->sums);
+    const auto episodes = collector_->episode_stats().summary(space);  // fences
+    const double n = sums(LearnerMetrics::count);
+    if (n > 0) {
+      r.loss = sums(LearnerMetrics::loss) / n;
+      r.mean_q = sums(LearnerMetrics::mean_q) / n;
+      r.td_error = sums(LearnerMetrics::mean_abs_td) / n;
+      r.grad_norm = sums(LearnerMetrics::grad_norm) / n;
+    }
+    r.episodes = episodes.episodes;
+    r.mean_return_last_100 = episodes.mean_last_100;
+    r.backend = ExecSpace::name();
+    return r;
+  }
+
+  const TrainConfig& config() const { return config_; }
+  ExecutionContext<ExecSpace>& context() { return context_; }
+  DqnLearner<ExecSpace>& learner() { return *learner_; }
+  VectorEnv<ExecSpace>& env() { return *env_; }
+  SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
+  const std::optional<MarketSetup>& market() const { return market_; }
+  const std::optional<MarketFeatures<ExecSpace>>& market_features() const { return features_; }
+  const MarketEnvConfig& market_env_config() const { return market_env_config_; }
+  std::int64_t global_step() const { return global_step_; }
+  std::int64_t updates() const { return updates_; }
+  std::int64_t epoch() const { return epoch_; }
+
+ private:
+  float beta() const {
+    const double b = config_.per_beta_start +
+                     (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
+                         static_cast<double>(config_.per_beta_anneal_updates);
+    return static_cast<float>(b < 1.0 ? b : 1.0);
+  }
+
+  void update(const ExecSpace& space) {
+    auto batch = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
+    if (adapter_) {
+      adapter_->normalize(space, batch.states, batch.states);
+      adapter_->normalize(space, batch.next_states, batch.next_states);
+    }
+    learner_->update(space, batch);
+    replay_->update_priorities(space, batch.indices, learner_->td_errors());
+    sums_->add(space, learner_->metrics());
+    ++updates_;
+  }
+
+  TrainConfig config_;
+  ExecutionContext<ExecSpace> context_;
+  std::optional<MarketSetup> market_;
+  std::optional<MarketFeatures<ExecSpace>> features_;
+  MarketEnvConfig market_env_config_;
+  std::optional<VectorEnv<ExecSpace>> env_;
+  std::optional<SignalAdapter<ExecSpace>> adapter_;
+  std::optional<DqnLearner<ExecSpace>> learner_;
+  std::optional<ReplayBuffer<ExecSpace>> replay_;
+  std::optional<ActionSelector<ExecSpace>> selector_;
+  std::optional<ExperienceCollector<ExecSpace>> collector_;
+  std::optional<EpochMetricSums<ExecSpace>> sums_;
+  std::int64_t global_step_ = 0;
+  std::int64_t iteration_ = 0;
+  std::int64_t updates_ = 0;
+  std::int64_t experiences_ = 0;
+  std::int64_t epoch_ = 0;
+};
+
+}  // namespace foxrl

@@ -62,6 +62,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::string out_dir = "foxrl-run";       ///< logs, metrics.jsonl, checkpoints, charts
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (and at the end)
+  double target_return = 0;                ///< > 0: stop once the last-100 mean return reaches it
 
   /// Reads a JSON object of the keys above; throws UsageError naming the
   /// file and key on unknown keys, wrong types or out-of-range values.

@@ -62,8 +62,16 @@ int run_train(const TrainArgs& args) {
     epochs.push_back(record);
     say(format_epoch_log(record));
     metrics << epoch_json(record) << std::endl;
-    if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs) {
+    const bool solved = config.target_return > 0 && record.episodes >= 100 &&
+                        record.mean_return_last_100 >= config.target_return;
+    if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || solved) {
       trainer->learner().save(trainer->context().space(), config.out_dir + "/checkpoint.safetensors");
+    }
+    if (solved) {
+      say("solved: mean return of the last 100 episodes " + std::to_string(record.mean_return_last_100) +
+          " >= " + std::to_string(config.target_return) + " after " + std::to_string(record.env_steps) +
+          " env steps");
+      break;
     }
   }
   write_learning_curves(config.out_dir, epochs);

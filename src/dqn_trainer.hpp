@@ -13,6 +13,7 @@
 #include "experience_collector.hpp"
 #include "market_setup.hpp"
 #include "replay_buffer.hpp"
+#include "run_manifest.hpp"
 #include "signal_adapter.hpp"
 #include "train_config.hpp"
 #include "training_log.hpp"
@@ -65,11 +66,7 @@ class DqnTrainer {
       market_env_config_ = env_config;
       env_.emplace(MarketEnv<ExecSpace>(space, *features_, market_->splits.train, static_cast<int>(config_.num_envs),
                                         config_.seed, env_config));
-      // Prices are normalised by running statistics; the position feature
-      // (last entry of the returns set) is already in [-1, 1].
-      std::vector<std::uint8_t> mask(static_cast<std::size_t>(env_->obs_dim()), 1);
-      if (env_config.observation.set == FeatureSet::returns) mask.back() = 0;
-      adapter_.emplace(space, env_->obs_dim(), SignalAdapterConfig{}, mask);
+      adapter_.emplace(space, env_->obs_dim(), SignalAdapterConfig{}, market_normalize_mask(env_config.observation));
     } else {
       env_.emplace(CartPoleEnv<ExecSpace>(space, static_cast<int>(config_.num_envs), config_.seed));
     }
@@ -170,6 +167,24 @@ class DqnTrainer {
     r.mean_return_last_100 = episodes.mean_last_100;
     r.backend = ExecSpace::name();
     return r;
+  }
+
+  /// Writes `dir`/checkpoint.safetensors (online and target weights, Adam
+  /// state) and `dir`/checkpoint.json (config, counters, normalizer), each
+  /// atomically.
+  void save_checkpoint(const std::string& dir) {
+    const auto& space = context_.space();
+    learner_->save(space, dir + "/checkpoint.safetensors");
+    RunManifest m;
+    m.config = config_;
+    m.epoch = epoch_;
+    m.global_step = global_step_;
+    m.updates = updates_;
+    if (adapter_) {
+      m.has_normalizer = true;
+      m.normalizer = adapter_->export_state(space);
+    }
+    m.write(dir);
   }
 
   const TrainConfig& config() const { return config_; }

@@ -46,6 +46,12 @@ std::string MarketSetup::describe() const {
   return out.str();
 }
 
+std::vector<std::uint8_t> market_normalize_mask(const ObservationSpec& spec) {
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(spec.obs_dim()), 1);
+  if (spec.set == FeatureSet::returns) mask.back() = 0;
+  return mask;
+}
+
 double bars_per_year(const MarketSeries& series) {
   if (series.size() < 3) return 252.0;
   std::vector<std::int64_t> gaps;

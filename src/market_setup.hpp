@@ -7,7 +7,9 @@
 #include "market_env.hpp"
 #include "train_config.hpp"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace foxrl {
 
@@ -20,6 +22,10 @@ struct MarketSetup {
 };
 
 MarketSetup prepare_market(const TrainConfig& config);
+
+/// Which observation entries the signal adapter normalises: all price
+/// features; not the position (already in [-1, 1]) of the returns set.
+std::vector<std::uint8_t> market_normalize_mask(const ObservationSpec& spec);
 
 /// Bars per year of a series, from its median bar spacing (for annualising).
 double bars_per_year(const MarketSeries& series);

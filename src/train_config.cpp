@@ -165,14 +165,20 @@ Json parse_override_value(const Field& f, const std::string& text) {
 TrainConfig TrainConfig::from_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError("config " + path + ": cannot open the file");
-  Json doc = Json::parse(in, nullptr, false);
-  if (doc.is_discarded()) throw UsageError("config " + path + ": not valid JSON");
-  if (!doc.is_object()) throw UsageError("config " + path + ": expected a JSON object of keys");
+  std::stringstream text;
+  text << in.rdbuf();
+  return from_json_text(text.str(), "config " + path);
+}
+
+TrainConfig TrainConfig::from_json_text(const std::string& text, const std::string& where) {
+  Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw UsageError(where + ": not valid JSON");
+  if (!doc.is_object()) throw UsageError(where + ": expected a JSON object of keys");
   TrainConfig config;
   for (const auto& [key, value] : doc.items()) {
     const Field* f = find_field(key);
-    if (f == nullptr) reject("config " + path, key, "unknown key (see `foxrl train --help-config`)");
-    assign(config, *f, value, "config " + path);
+    if (f == nullptr) reject(where, key, "unknown key (see `foxrl train --help-config`)");
+    assign(config, *f, value, where);
   }
   config.validate();
   return config;

@@ -67,6 +67,8 @@ struct TrainConfig {
   /// Reads a JSON object of the keys above; throws UsageError naming the
   /// file and key on unknown keys, wrong types or out-of-range values.
   static TrainConfig from_json_file(const std::string& path);
+  /// Same from JSON text; `where` names the source in messages.
+  static TrainConfig from_json_text(const std::string& text, const std::string& where);
   /// Applies overrides "key=value" (value parsed as the key's type).
   void apply_overrides(const std::vector<std::string>& key_values);
   /// Cross-field checks (e.g. batch_size <= buffer_capacity).

@@ -12,5 +12,9 @@ using Command = std::function<int()>;
 
 /// `foxrl train`: the main job.
 Command add_train_command(CLI::App& app);
+/// `foxrl eval`: greedy policy of a run on a data split, against baselines.
+Command add_eval_command(CLI::App& app);
+/// `foxrl infer`: Q-values and greedy actions of a run's policy on a CSV.
+Command add_infer_command(CLI::App& app);
 
 }  // namespace foxrl::cli

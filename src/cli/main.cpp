@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "Print the Kokkos configuration foxrl runs on");
   const auto train = foxrl::cli::add_train_command(app);
+  const auto evaluate = foxrl::cli::add_eval_command(app);
+  const auto infer = foxrl::cli::add_infer_command(app);
 
   foxrl::RolloutOptions rollout;
   std::string initial_state, feature_set = "returns";
@@ -64,7 +66,9 @@ int main(int argc, char** argv) {
                 << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
                 << KOKKOS_VERSION % 100 << ")\n";
     }
-    if (const int rc = train(); rc >= 0) return rc;
+    for (const auto& command : {train, evaluate, infer}) {
+      if (const int rc = command(); rc >= 0) return rc;
+    }
     if (rollout_cmd->parsed()) {
       if (!initial_state.empty()) rollout.initial_state = foxrl::parse_initial_state(initial_state);
       rollout.market.observation.set = foxrl::parse_feature_set(feature_set);

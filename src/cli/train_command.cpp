@@ -65,7 +65,7 @@ int run_train(const TrainArgs& args) {
     const bool solved = config.target_return > 0 && record.episodes >= 100 &&
                         record.mean_return_last_100 >= config.target_return;
     if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || solved) {
-      trainer->learner().save(trainer->context().space(), config.out_dir + "/checkpoint.safetensors");
+      trainer->save_checkpoint(config.out_dir);
     }
     if (solved) {
       say("solved: mean return of the last 100 episodes " + std::to_string(record.mean_return_last_100) +
@@ -85,7 +85,7 @@ int run_train(const TrainArgs& args) {
     write_file_atomically(config.out_dir + "/evaluation.json", report.json() + "\n");
     write_file_atomically(config.out_dir + "/equity.svg", report.svg());
   }
-  say("outputs in " + config.out_dir + ": train.log, metrics.jsonl, checkpoint.safetensors, learning curves" +
+  say("outputs in " + config.out_dir + ": train.log, metrics.jsonl, checkpoint.safetensors + checkpoint.json, learning curves" +
       std::string(trainer->market() ? ", evaluation.json, equity.svg" : ""));
   return 0;
 }

@@ -1,0 +1,76 @@
+// foxrl eval: the greedy policy of a run on a time split of its market data
+// (or another CSV), next to buy-and-hold, always-flat and random.
+#include "atomic_file.hpp"
+#include "commands.hpp"
+#include "market_evaluation.hpp"
+#include "policy.hpp"
+
+#include <iostream>
+#include <memory>
+
+namespace foxrl::cli {
+namespace {
+
+struct EvalArgs {
+  std::string run_dir;
+  std::string data;
+  std::string split = "test";
+  std::string out_dir;
+};
+
+int run_eval(const EvalArgs& args) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const Exec space;
+  const RunManifest manifest = RunManifest::read(args.run_dir);
+  TrainConfig config = manifest.config;
+  if (config.env != "market") throw UsageError("foxrl eval: the run trained on " + config.env + "; eval is for market runs");
+  if (!args.data.empty()) config.data = args.data;
+  const MarketSetup market = prepare_market(config);
+  const MarketSplit split = args.split == "train"        ? market.splits.train
+                            : args.split == "validation" ? market.splits.validation
+                                                         : market.splits.test;
+  DqnLearnerConfig lc;
+  MarketEnvConfig env_config;
+  env_config.observation.set = parse_feature_set(config.features);
+  env_config.observation.window = static_cast<int>(config.window);
+  env_config.cost = config.cost_bps * 1e-4;
+  lc.obs_dim = env_config.observation.obs_dim();
+  lc.num_actions = 3;
+  lc.hidden.assign(config.hidden.begin(), config.hidden.end());
+  lc.max_batch = 1;
+  lc.max_inference_batch = 64;
+  lc.dense_backend = DenseBackend::blas;
+  DqnLearner<Exec> learner(space, lc);
+  learner.load(space, args.run_dir + "/checkpoint.safetensors");
+  std::optional<SignalAdapter<Exec>> adapter;
+  if (manifest.has_normalizer) {
+    adapter.emplace(space, lc.obs_dim, SignalAdapterConfig{}, market_normalize_mask(env_config.observation));
+    adapter->import_state(space, manifest.normalizer);
+    adapter->set_frozen(true);
+  }
+  MarketFeatures<Exec> features(space, market.series, env_config.observation.rolling_window());
+  const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, features, market, split,
+                                      env_config, config.seed + 1);
+  std::cout << market.describe() << "\n" << report.table();
+  const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
+  write_file_atomically(out + "/evaluation_" + args.split + ".json", report.json() + "\n");
+  write_file_atomically(out + "/equity_" + args.split + ".svg", report.svg());
+  std::cout << "wrote " << out << "/evaluation_" << args.split << ".json and equity_" << args.split << ".svg\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand("eval", "Evaluate a run's greedy policy on a time split against baselines");
+  cmd->add_option("--run", args->run_dir, "Run directory of `foxrl train`")->required();
+  cmd->add_option("--data", args->data, "OHLCV CSV to evaluate on (default: the run's own data)");
+  cmd->add_option("--split", args->split, "Time split")
+      ->check(CLI::IsMember({"train", "validation", "test"}))
+      ->capture_default_str();
+  cmd->add_option("--out", args->out_dir, "Where evaluation_<split>.json and equity_<split>.svg go (default: --run)");
+  return [cmd, args]() { return cmd->parsed() ? run_eval(*args) : -1; };
+}
+
+}  // namespace foxrl::cli

@@ -1,0 +1,75 @@
+// foxrl infer: Q-values and greedy action of a trained market policy for
+// each bar of a CSV (or only the latest), as CSV or JSON: what a trading
+// system calls.
+#include "commands.hpp"
+#include "market_data.hpp"
+#include "policy.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace foxrl::cli {
+namespace {
+
+struct InferArgs {
+  std::string run_dir;
+  std::string data;
+  int position = 0;
+  bool latest = false;
+  std::string format = "csv";
+  bool skip_bad_rows = false;
+};
+
+const char* const kActionNames[] = {"short", "flat", "long"};
+
+int run_infer(const InferArgs& args) {
+  Policy<> policy(Kokkos::DefaultExecutionSpace(), args.run_dir);
+  LoadOptions options;
+  options.skip_bad_rows = args.skip_bad_rows;
+  const MarketSeries series = load_market_csv(args.data, options);
+  const Kokkos::DefaultExecutionSpace space = Kokkos::DefaultExecutionSpace();
+  const auto d = policy.decide_market(space, series, args.position, args.latest);
+  if (args.format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < d.bar.size(); ++i) {
+      out.push_back({{"bar", d.bar[i]},
+                     {"timestamp", format_timestamp(d.timestamp[i])},
+                     {"q_short", d.q[i][0]},
+                     {"q_flat", d.q[i][1]},
+                     {"q_long", d.q[i][2]},
+                     {"action", kActionNames[d.action[i]]},
+                     {"position", d.action[i] - 1}});
+    }
+    std::cout << (args.latest && out.size() == 1 ? out[0].dump(2) : out.dump(2)) << "\n";
+  } else {
+    std::printf("bar,timestamp,q_short,q_flat,q_long,action,position\n");
+    for (std::size_t i = 0; i < d.bar.size(); ++i) {
+      std::printf("%d,%s,%.9g,%.9g,%.9g,%s,%d\n", d.bar[i], format_timestamp(d.timestamp[i]).c_str(), d.q[i][0],
+                  d.q[i][1], d.q[i][2], kActionNames[d.action[i]], d.action[i] - 1);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_infer_command(CLI::App& app) {
+  auto args = std::make_shared<InferArgs>();
+  auto* cmd = app.add_subcommand(
+      "infer", "Q-values and greedy action of a trained market policy after each bar of a CSV (or the latest)");
+  cmd->add_option("--run", args->run_dir, "Run directory of `foxrl train` (checkpoint.safetensors + checkpoint.json)")
+      ->required();
+  cmd->add_option("--data", args->data, "OHLCV CSV: timestamp,open,high,low,close,volume")->required();
+  cmd->add_option("--position", args->position, "Position currently held: -1, 0 or 1")
+      ->check(CLI::Range(-1, 1))
+      ->capture_default_str();
+  cmd->add_flag("--latest", args->latest, "Only the decision after the last bar");
+  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
+  cmd->add_flag("--skip-bad-rows", args->skip_bad_rows, "Skip and count invalid CSV rows instead of failing");
+  return [cmd, args]() { return cmd->parsed() ? run_infer(*args) : -1; };
+}
+
+}  // namespace foxrl::cli

@@ -279,10 +279,8 @@ struct ReplaySampleFunctor {
             s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
           } else {
             const float u = counter_uniform(seed, call, static_cast<std::uint64_t>(k));
-            const int b = batch_size;
-            const SumTreeDraw draw = sum_tree_draw(st.tree, lay.tree_shape, filled, [&](const float total) {
-              return stratified_target(k, u, b, total);
-            });
+            const SumTreeDraw draw =
+                sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
             s = draw.slot;
             mass = draw.mass;
           }

@@ -52,6 +52,15 @@ KOKKOS_INLINE_FUNCTION float stratified_target(int k, float u, int batch, float 
   return (static_cast<float>(k) + u) * (total / static_cast<float>(batch));
 }
 
+/// stratified_target as the target_of argument of sum_tree_draw (a named
+/// functor, so host code can call the same descent without a device lambda).
+struct StratifiedTarget {
+  int k = 0;
+  float u = 0.0f;
+  int batch = 1;
+  KOKKOS_INLINE_FUNCTION float operator()(float total) const { return stratified_target(k, u, batch, total); }
+};
+
 /// One draw: the slot and its leaf mass.
 struct SumTreeDraw {
   std::int64_t slot = 0;

@@ -567,9 +567,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host refer
     CHECK(cumulative[indices(k)] <= target + slack);
     CHECK(target <= cumulative[indices(k) + 1] + slack);
     // ... and it is the host descent of the same tree with the same counter.
-    const auto draw = foxrl::kernels::sum_tree_draw(
-        tree, buffer.layout().tree_shape, buffer.size(),
-        [&](float tree_total) { return foxrl::kernels::stratified_target(k, u, B, tree_total); });
+    const auto draw = foxrl::kernels::sum_tree_draw(tree, buffer.layout().tree_shape, buffer.size(),
+                                                    foxrl::kernels::StratifiedTarget{k, u, B});
     CHECK(draw.slot == indices(k));
   }
 }

@@ -14,6 +14,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 
 namespace foxrl::kernels {
 
@@ -30,13 +31,35 @@ KOKKOS_INLINE_FUNCTION T load_volatile(const T& ref) {
 /// minimum (kept finite so fast-math builds cannot fold comparisons).
 inline constexpr float no_mass = FLT_MAX;
 
+/// Bits of a float as an int32: for floats >= 0 the integer order is the
+/// float order, so integer atomics can take float minima.
+KOKKOS_INLINE_FUNCTION std::int32_t float_bits(float x) {
+  std::int32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+KOKKOS_INLINE_FUNCTION float bits_float(std::int32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+/// Floats of team scratch for staging sum-tree children.
+template <class ExecSpace>
+using scratch_floats =
+    Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
 }  // namespace detail
 
 /// Insert of one TransitionBatch, one launch. Team 0 does the serial-by-
 /// nature part (hands out boundary-pool rows with a team scan, evicts pool
-/// rows still referenced by live slots, writes leaves, refreshes the sum-tree
-/// paths); teams 1.. copy the observation rows and per-slot scalars. Nothing
-/// team 0 reads is written by the other teams, so they need no handshake.
+/// rows still referenced by live slots, writes leaves) and then refreshes the
+/// sum tree above the changed leaves level by level: the new slots are one
+/// or two contiguous ranges, so their ancestors are contiguous too (4096
+/// leaves: 129 level-1 nodes, then 5, then 1-2), plus the rare evicted
+/// slots' paths. Teams 1.. copy the observation rows and per-slot scalars.
+/// Nothing team 0 reads is written by the other teams, so they need no
+/// handshake.
 template <class ExecSpace>
 struct ReplayInsertFunctor {
   using memory_space = typename ExecSpace::memory_space;
@@ -48,6 +71,12 @@ struct ReplayInsertFunctor {
   std::int64_t inserted = 0;  ///< transitions written before this insert
   float alpha = 0.0f;
   int rows_per_team = 1;
+  int refresh_groups = 1;     ///< tree nodes per staged chunk of team 0's refresh
+
+  /// Scratch bytes per team.
+  static std::size_t scratch_bytes(int groups) {
+    return detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
+  }
 
   // Slot, state row and successor row of row 0 (set by set_position):
   // row i adds i and wraps once, avoiding 64-bit modulo (slow on GPUs).
@@ -114,6 +143,7 @@ struct ReplayInsertFunctor {
 
   KOKKOS_INLINE_FUNCTION void update_slots_and_tree(const member_type& team) const {
     const auto& lay = layout;
+    const auto& shape = layout.tree_shape;
     const auto& st = storage;
     const auto& in = batch;
     const std::int64_t base = inserted;
@@ -128,27 +158,29 @@ struct ReplayInsertFunctor {
           if (final) {
             const std::int64_t g = base + i;
             const std::int64_t s = slot(i);
-            std::int32_t evicted = -1;
             if (boundary) {
               const std::int64_t row = (head + offset) % lay.boundary_capacity;
               const std::int64_t owner = st.boundary_owner(row);
+              std::int32_t evicted = -1;
               if (owner >= 0 && owner >= live_from) {
                 // The pool is smaller than the ring: the oldest boundary
                 // transition still live loses its next observation, so it
                 // must never be sampled again.
                 const std::int64_t old_slot = owner % lay.capacity;
                 st.next_ref(old_slot) = replay_next_evicted;
-                st.tree(lay.leaves + old_slot) = 0.0f;
+                st.tree(shape.leaf(old_slot)) = 0.0f;
                 evicted = static_cast<std::int32_t>(old_slot);
                 Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
               }
+              // Indexed by boundary ordinal: the refresh below walks only
+              // the boundaries, not every row.
+              st.evicted_slots(offset) = evicted;
               st.boundary_owner(row) = g;
               st.next_ref(s) = static_cast<std::int32_t>(row);
             } else {
               st.next_ref(s) = replay_next_is_successor;
             }
-            st.evicted_slots(i) = evicted;
-            st.tree(lay.leaves + s) = mass;
+            st.tree(shape.leaf(s)) = mass;
           }
           if (boundary) offset += 1;
         });
@@ -170,22 +202,39 @@ struct ReplayInsertFunctor {
         for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
       });
     }
-    const int n = lay.num_envs;
-    const std::int64_t slot0 = slot(0);
-    sum_tree_refresh_paths(team, st.tree, lay.leaves, lay.depth, 2 * n, [&](const int e) {
-      return e < n ? wrap(slot0 + e, lay.capacity) : std::int64_t(st.evicted_slots(e - n));
-    });
+
+    // New slots: [s0, end1] and, after a wrap, [0, end2].
+    const std::int64_t s0 = slot(0);
+    const std::int64_t past = s0 + lay.num_envs;
+    const std::int64_t end1 = (past < lay.capacity ? past : lay.capacity) - 1;
+    const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
+    const int evictable = static_cast<int>(boundaries);
+    detail::scratch_floats<ExecSpace> buf(team.team_scratch(0),
+                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    for (int level = 1; level <= shape.top(); ++level) {
+      const std::int64_t lo1 = SumTreeShape::ancestor(s0, level);
+      const int n1 = static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
+      const int n2 = end2 >= 0 ? static_cast<int>(SumTreeShape::ancestor(end2, level) + 1) : 0;
+      sum_tree_refresh_level(
+          team, st.tree, shape, level, n1 + n2 + evictable,
+          [&](const int e) -> std::int64_t {
+            if (e < n1) return lo1 + e;
+            if (e < n1 + n2) return e - n1;
+            const std::int32_t ev = st.evicted_slots(e - n1 - n2);
+            return ev >= 0 ? SumTreeShape::ancestor(ev, level) : std::int64_t(-1);
+          },
+          buf);
+    }
   }
 };
 
 /// Sample (stratified proportional draws) or gather (given slots) of a batch,
-/// one launch. Each team resolves its rows (descent, next-observation
-/// source; a team has more threads than rows, so the copy that follows
-/// spreads each row over several threads and every thread issues only a few
-/// dependent loads), copies their observations with all threads, and folds its
-/// minimum leaf mass into a device scalar; the last team to finish turns the
-/// masses into max-normalised importance weights (p_min / p_i)^beta and
-/// resets the scalars for the next call.
+/// one launch. Each team resolves a few rows (one thread per draw descends
+/// the K-ary tree: one line of K children per level; few rows per team so
+/// the descents spread over the whole GPU), copies their observations with
+/// all threads, and folds its minimum leaf mass into a device scalar; the
+/// last team to finish turns the masses into max-normalised importance
+/// weights (p_min / p_i)^beta and resets the scalars for the next call.
 template <class ExecSpace>
 struct ReplaySampleFunctor {
   using memory_space = typename ExecSpace::memory_space;
@@ -224,14 +273,16 @@ struct ReplaySampleFunctor {
         [&](const int r, float& lowest) {
           const int k = first + r;
           std::int64_t s;
+          float mass = 1.0f;
           if (gather) {
             s = given(k);
             s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
           } else {
-            const float total = st.tree(1);
             const float u = counter_uniform(seed, call, static_cast<std::uint64_t>(k));
-            const float target = (static_cast<float>(k) + u) * (total / static_cast<float>(batch_size));
-            s = sum_tree_descend(st.tree, lay.leaves, lay.depth, target, filled);
+            const SumTreeDraw draw =
+                sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
+            s = draw.slot;
+            mass = draw.mass;
           }
           const std::int64_t g = lay.transition_of_slot(s, inserted);
           const std::int32_t ref = st.next_ref(s);
@@ -244,9 +295,8 @@ struct ReplaySampleFunctor {
           o.actions(k) = st.actions(s);
           o.rewards(k) = st.rewards(s);
           o.discounts(k) = st.discounts(s);
-          const float mass = st.tree(lay.leaves + s);
-          o.is_weights(k) = gather ? 1.0f : mass;
-          if (mass > 0.0f && mass < lowest) lowest = mass;
+          o.is_weights(k) = mass;
+          if (!gather && mass > 0.0f && mass < lowest) lowest = mass;
         },
         Kokkos::Min<float>(team_min));
     team.team_barrier();
@@ -263,7 +313,9 @@ struct ReplaySampleFunctor {
     if (gather) return;
 
     // Publish this team's masses, then count it as done.
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { Kokkos::atomic_fetch_min(&st.batch_min_mass(), team_min); });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min));
+    });
     Kokkos::memory_fence();
     team.team_barrier();
     int last = 0;
@@ -276,35 +328,55 @@ struct ReplaySampleFunctor {
     if (last == 0) return;
 
     Kokkos::memory_fence();
-    const float lowest = detail::load_volatile(st.batch_min_mass());
+    const float lowest = detail::bits_float(detail::load_volatile(st.batch_min_mass()));
     const float exponent = beta;
     const int n = batch_size;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int k) {
-      const float mass = detail::load_volatile(o.is_weights(k));
-      // w_k = (size P_k)^-beta / max_j (size P_j)^-beta = (p_min / p_k)^beta;
-      // a zero-mass row (only when no slot has mass) gets weight 0.
-      o.is_weights(k) = mass > 0.0f && lowest < detail::no_mass
-                            ? foxrl::math::pow(lowest / mass, exponent)
-                            : 0.0f;
+    // Four rows per thread, loads first: the volatile loads of one thread
+    // are then in flight together instead of one memory latency each.
+    constexpr int per = 4;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (n + per - 1) / per), [&](const int q) {
+      const int stride = (n + per - 1) / per;
+      float mass[per];
+      for (int j = 0; j < per; ++j) {
+        const int k = q + j * stride;
+        mass[j] = k < n ? detail::load_volatile(o.is_weights(k)) : 0.0f;
+      }
+      for (int j = 0; j < per; ++j) {
+        const int k = q + j * stride;
+        // w_k = (size P_k)^-beta / max_j (size P_j)^-beta = (p_min / p_k)^beta;
+        // a zero-mass row (only when no slot has mass) gets weight 0.
+        if (k < n) {
+          o.is_weights(k) = mass[j] > 0.0f && lowest < detail::no_mass
+                                ? foxrl::math::pow(lowest / mass[j], exponent)
+                                : 0.0f;
+        }
+      }
     });
     team.team_barrier();
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       st.teams_done() = 0;
-      st.batch_min_mass() = detail::no_mass;
+      st.batch_min_mass() = detail::float_bits(detail::no_mass);
     });
   }
 };
 
-/// Priority update of a batch, one launch of one team. Duplicate slots in a
-/// batch: the largest priority wins (every occurrence first clears the leaf,
-/// then all take an atomic max), which is deterministic and errs towards
-/// replaying the transition. Entries are skipped (leaf unchanged) for slots
-/// outside [0, size), slots whose boundary row was evicted, and non-finite
-/// td errors.
+/// Priority update of a batch, one launch. Team t owns top-level node t of
+/// the sum tree and everything below it, so no two teams ever write the same
+/// node and no cross-team synchronisation is needed: each team picks its
+/// entries (a team scan compacts them into scratch), writes their leaves and
+/// recomputes their ancestors level by level (sum_tree_refresh_level), then
+/// raises max_priority_seen with its maximum (atomic max: order-free).
+/// Duplicate slots in a batch: the largest priority wins (every occurrence
+/// first clears the leaf, then all take an atomic max; duplicates share a
+/// team), which is deterministic and errs towards replaying the transition.
+/// Entries are skipped (leaf unchanged) for slots outside [0, size), slots
+/// whose boundary row was evicted, and non-finite td errors.
 template <class ExecSpace>
 struct ReplayUpdateFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using scratch_ints =
+      Kokkos::View<std::int32_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   ReplayLayout layout;
   ReplayStorage<memory_space> storage;
@@ -313,40 +385,75 @@ struct ReplayUpdateFunctor {
   std::int64_t filled = 0;
   float alpha = 0.0f;
   float eps = 0.0f;
+  int refresh_groups = 1;  ///< tree nodes per staged chunk of the refresh
+  int scratch_level = 0;   ///< 0 (fast, small) or 1 (large batches)
 
-  KOKKOS_INLINE_FUNCTION bool accepts(int e) const {
-    const std::int64_t s = indices(e);
-    return s >= 0 && s < filled && storage.next_ref(s) != replay_next_evicted &&
-           foxrl::math::isfinite(td_abs(e));
+  /// Scratch bytes per team for `entries` update entries.
+  static std::size_t scratch_bytes(int entries, int groups) {
+    return scratch_ints::shmem_size(std::size_t(entries) + 1) +
+           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(entries)) +
+           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int n = static_cast<int>(indices.extent(0));
     const auto& st = storage;
-    const std::int64_t leaves = layout.leaves;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int e) {
-      if (accepts(e)) st.tree(leaves + indices(e)) = 0.0f;
+    const auto& shape = layout.tree_shape;
+    const int top = shape.top();
+    const std::int64_t owner = team.league_rank();
+    scratch_ints local_slot(team.team_scratch(scratch_level), std::size_t(n) + 1);
+    detail::scratch_floats<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
+    detail::scratch_floats<ExecSpace> buf(team.team_scratch(scratch_level),
+                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    const auto& idx = indices;
+    const auto& td = td_abs;
+    const std::int64_t size = filled;
+    const float e = eps;
+    // local_slot(n) carries the count of this team's entries.
+    Kokkos::parallel_scan(
+        Kokkos::TeamThreadRange(team, n), [&](const int i, int& offset, const bool final) {
+          const std::int64_t s = idx(i);
+          const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, top) == owner &&
+                            st.next_ref(s) != replay_next_evicted && foxrl::math::isfinite(td(i));
+          if (final && mine) {
+            local_slot(offset) = static_cast<std::int32_t>(s);
+            local_priority(offset) = foxrl::math::fabs(td(i)) + e;
+          }
+          if (mine) offset += 1;
+          if (final && i == n - 1) local_slot(n) = offset;
+        });
+    team.team_barrier();
+    const int m = local_slot(n);
+    if (m == 0) return;
+
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
+      st.tree(shape.leaf(local_slot(i))) = 0.0f;
     });
     team.team_barrier();
-    float batch_max = 0.0f;
+    float team_max = 0.0f;
+    const float a = alpha;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, n),
-        [&](const int e, float& highest) {
-          if (!accepts(e)) return;
-          const float priority = foxrl::math::fabs(td_abs(e)) + eps;
-          Kokkos::atomic_fetch_max(&st.tree(leaves + indices(e)), priority_mass(priority, alpha));
+        Kokkos::TeamThreadRange(team, m),
+        [&](const int i, float& highest) {
+          const float priority = local_priority(i);
+          Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(priority, a));
           if (priority > highest) highest = priority;
         },
-        Kokkos::Max<float>(batch_max));
+        Kokkos::Max<float>(team_max));
     team.team_barrier();
-    const auto& idx = indices;
-    const std::int64_t size = filled;
-    sum_tree_refresh_paths(team, st.tree, leaves, layout.depth, n, [&](const int e) {
-      const std::int64_t s = idx(e);
-      return s >= 0 && s < size ? s : std::int64_t(-1);
-    });
+
+    for (int level = 1; level <= top; ++level) {
+      // The top level node is this team's own: refresh it once.
+      const int count = level == top ? 1 : m;
+      sum_tree_refresh_level(
+          team, st.tree, shape, level, count,
+          [&](const int i) -> std::int64_t {
+            return level == top ? owner : SumTreeShape::ancestor(local_slot(i), level);
+          },
+          buf);
+    }
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      if (batch_max > st.max_priority()) st.max_priority() = batch_max;
+      if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
     });
   }
 };

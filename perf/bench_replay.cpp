@@ -146,18 +146,20 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
                           " num_envs=" + std::to_string(num_envs) + " batch=" + std::to_string(batch) +
                           " n_step=" + std::to_string(n_step);
   const double D = obs_dim;
-  const double depth = buffer.layout().depth;
+  const double levels = buffer.layout().tree_shape.levels;
   const double bpt = buffer.bytes_per_transition();
   // Bytes each operation must move at least (reads + writes):
   //  insert, per row: obs and next obs read and written (16 D), scalars in
-  //  (13) and out (action, reward, discount, next_ref, leaf: 20), about two
-  //  tree nodes per row rewritten from two children (24);
-  //  sample, per draw: descent (8 per level), two rows gathered (16 D), slot
-  //  scalars read (20) and batch scalars written (24);
-  //  update, per entry: index, td, next_ref, leaf (20) and its path (12 per level).
-  const double insert_bytes = num_envs * (16.0 * D + 13 + 20 + 24);
-  const double sample_bytes = batch * (8.0 * depth + 16.0 * D + 44);
-  const double update_bytes = batch * (20.0 + 12.0 * depth);
+  //  (13) and out (action, reward, discount, next_ref, leaf: 20), the leaf
+  //  read back by its level-1 refresh (4; upper levels are 1/32 of that);
+  //  sample, per draw: descent (one 128-byte line of 32 children per
+  //  level), two rows gathered (16 D), slot scalars read (16) and batch
+  //  scalars written (24);
+  //  update, per entry: index, td, next_ref, leaf (20) and its ancestors
+  //  (132 per level: 32 children read, one node written).
+  const double insert_bytes = num_envs * (16.0 * D + 13 + 20 + 4);
+  const double sample_bytes = batch * (128.0 * levels + 16.0 * D + 40);
+  const double update_bytes = batch * (20.0 + 132.0 * (levels - 1));
 
   auto insert = [&] { buffer.insert(space, transitions); };
   foxrl::Batch<Mem> last = buffer.sample(space, batch, 0.5f);

@@ -65,12 +65,7 @@ class ReplayBuffer {
                        std::to_string(layout_.boundary_capacity) + " is below num_envs " +
                        std::to_string(config_.num_envs) + " (one insert may hold num_envs boundaries)");
     }
-    layout_.leaves = 1;
-    layout_.depth = 0;
-    while (layout_.leaves < layout_.capacity) {
-      layout_.leaves *= 2;
-      ++layout_.depth;
-    }
+    layout_.tree_shape = SumTreeShape::for_leaves(layout_.capacity);
     allocate(space);
     choose_team_sizes(space);
   }
@@ -86,9 +81,12 @@ class ReplayBuffer {
     functor.set_position(inserted_);
     functor.alpha = config_.alpha;
     functor.rows_per_team = insert_rows_per_team_;
+    functor.refresh_groups = insert_refresh_groups_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
-    Kokkos::parallel_for("foxrl::Replay::insert",
-                         Kokkos::TeamPolicy<ExecSpace>(space, 1 + chunks, insert_team_size_), functor);
+    Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, insert_team_size_);
+    policy.set_scratch_size(
+        0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
+    Kokkos::parallel_for("foxrl::Replay::insert", light(policy), functor);
     inserted_ += config_.num_envs;
   }
 
@@ -131,8 +129,17 @@ class ReplayBuffer {
     functor.filled = size();
     functor.alpha = config_.alpha;
     functor.eps = config_.eps;
-    Kokkos::parallel_for("foxrl::Replay::update_priorities",
-                         Kokkos::TeamPolicy<ExecSpace>(space, 1, update_team_size_), functor);
+    functor.refresh_groups = update_refresh_groups_;
+    const std::size_t scratch = kernels::ReplayUpdateFunctor<ExecSpace>::scratch_bytes(
+        static_cast<int>(indices.extent(0)), update_refresh_groups_);
+    // Team scratch of a few tens of KB is on-chip on every GPU; larger
+    // batches fall back to level 1 (global memory) scratch.
+    functor.scratch_level = scratch <= max_fast_scratch ? 0 : 1;
+    // One team per top-level node: each owns a disjoint subtree.
+    const int league = static_cast<int>(layout_.tree_shape.nodes[layout_.tree_shape.top()]);
+    Kokkos::TeamPolicy<ExecSpace> policy(space, league, update_team_size_);
+    policy.set_scratch_size(functor.scratch_level, Kokkos::PerTeam(scratch));
+    Kokkos::parallel_for("foxrl::Replay::update_priorities", light(policy), functor);
   }
 
   /// Transitions stored: min(inserted, capacity).
@@ -167,6 +174,16 @@ class ReplayBuffer {
   static std::size_t bytes(const View& v) {
     return v.span() * sizeof(typename View::value_type);
   }
+
+  /// Passes the functor as a kernel argument (up to 4 KB) instead of
+  /// Kokkos' default for functors over 512 bytes on CUDA (a copy to constant
+  /// memory, which waits for the previous such kernel and adds a copy to the
+  /// stream per launch).
+  static auto light(const Kokkos::TeamPolicy<ExecSpace>& policy) {
+    return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  }
+
+  static constexpr std::size_t max_fast_scratch = 32 * 1024;
 
   static void validate(const ReplayConfig& c) {
     auto fail = [](const std::string& field, const std::string& value, const std::string& why) {
@@ -245,7 +262,7 @@ class ReplayBuffer {
     Kokkos::TeamPolicy<ExecSpace> policy(space, league, sample_team_size_);
     policy.set_scratch_size(
         0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_rows_per_team_)));
-    Kokkos::parallel_for(label, policy, functor);
+    Kokkos::parallel_for(label, light(policy), functor);
     if (given.extent(0) == 0) ++sample_calls_;
     return out;
   }
@@ -278,12 +295,12 @@ class ReplayBuffer {
     s.evicted_slots = Kokkos::View<std::int32_t*, memory_space>(uninit("evicted_slots"),
                                                                 layout_.num_envs);
     // Never-written leaves must carry zero mass.
-    s.tree = vector(zeroed("tree"), 2 * layout_.leaves);
+    s.tree = vector(zeroed("tree"), layout_.tree_shape.size);
     s.max_priority = Kokkos::View<float, memory_space>(uninit("max_priority"));
     Kokkos::deep_copy(space, s.max_priority, 1.0f);
     s.teams_done = Kokkos::View<std::int32_t, memory_space>(zeroed("teams_done"));
-    s.batch_min_mass = Kokkos::View<float, memory_space>(uninit("batch_min_mass"));
-    Kokkos::deep_copy(space, s.batch_min_mass, kernels::detail::no_mass);
+    s.batch_min_mass = Kokkos::View<std::int32_t, memory_space>(uninit("batch_min_mass"));
+    Kokkos::deep_copy(space, s.batch_min_mass, kernels::detail::float_bits(kernels::detail::no_mass));
 
     const int B = config_.max_batch;
     batch_.states = typename Batch<memory_space>::matrix(uninit("batch_states"), B, D);
@@ -297,31 +314,38 @@ class ReplayBuffer {
 
   void choose_team_sizes(const ExecSpace& space) {
     // Host backends run teams of one thread (parallelism over the league);
-    // devices run wide teams. The single-team update and the insert's tree
-    // team want as many threads as the kernel allows.
+    // devices run wide teams.
     constexpr bool device =
         !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
     {
+      // Teams of the update each own a subtree with ~batch / 32 entries:
+      // 64 nodes of children (8 KB) per staged chunk cover them at once.
       kernels::ReplayUpdateFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      update_team_size_ = std::min(1024, p.team_size_max(f, Kokkos::ParallelForTag()));
+      update_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      update_refresh_groups_ = 64;
     }
     {
+      // Team 0 refreshes the ancestors of 4096 contiguous leaves: 129
+      // level-1 nodes; 256 nodes of children (32 KB) stage them in one chunk.
       kernels::ReplayInsertFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      insert_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
-      insert_rows_per_team_ =
-          std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
+      insert_refresh_groups_ = device ? 256 : 64;
+      p.set_scratch_size(
+          0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
+      insert_team_size_ = device ? std::min(1024, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      insert_rows_per_team_ = std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
     }
     {
-      // About 8 floats (4 state + 4 next) per thread of the gather, so no
-      // thread waits on a long chain of dependent loads.
+      // Few draws per team, so the descents (each a chain of dependent loads)
+      // spread over many SMs instead of queueing on a few; the team's threads
+      // then copy the rows, and the last team's threads convert all
+      // weights (4 per thread at a batch of 1024).
       kernels::ReplaySampleFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(256)));
+      p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(64)));
       sample_team_size_ = device ? std::min(256, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
-      sample_rows_per_team_ =
-          device ? std::clamp(sample_team_size_ * 4 / layout_.obs_dim, 1, sample_team_size_) : 64;
+      sample_rows_per_team_ = device ? 8 : 64;
     }
   }
 
@@ -332,7 +356,9 @@ class ReplayBuffer {
   std::int64_t inserted_ = 0;
   std::uint64_t sample_calls_ = 0;
   int update_team_size_ = 1;
+  int update_refresh_groups_ = 64;
   int insert_team_size_ = 1;
+  int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;
   int sample_team_size_ = 1;
   int sample_rows_per_team_ = 1;

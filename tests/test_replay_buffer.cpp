@@ -137,35 +137,61 @@ struct PriorityModel {
   }
 };
 
-/// Checks the device tree: leaves against the model (float64 pow vs the
-/// device's powf), every internal node against the float64 sum of its
-/// subtree's model masses and, exactly, against the float sum of its two
-/// children (the tree is what a bottom-up rebuild gives).
+/// Checks the device tree against a float64 model of the documented layout:
+/// level 0 = C leaves, each next level = groups of 32 consecutive nodes
+/// summed, until a level has at most 32 nodes; every level zero-padded to a
+/// multiple of 32 and starting at a multiple of 32. Leaves against the model
+/// (float64 pow vs the device's powf), every internal node against the
+/// float64 sum of its subtree and, exactly, against the left-to-right float
+/// sum of its 32 children (the tree is what a bottom-up rebuild gives).
 template <class Exec>
 void check_tree(const foxrl::ReplayBuffer<Exec>& buffer, const PriorityModel& model) {
+  constexpr int K = 32;
   const auto tree = to_host(buffer.storage().tree);
-  const std::int64_t leaves = buffer.layout().leaves;
-  std::vector<double> ref(2 * leaves, 0.0);
-  for (std::int64_t s = 0; s < leaves; ++s) ref[leaves + s] = s < model.capacity ? model.mass(s) : 0.0;
-  for (std::int64_t k = leaves - 1; k >= 1; --k) ref[k] = ref[2 * k] + ref[2 * k + 1];
-  int leaf_bad = 0, node_bad = 0, exact_bad = 0;
-  for (std::int64_t s = 0; s < leaves; ++s) {
-    const double got = tree(leaves + s);
-    if (std::fabs(got - ref[leaves + s]) > 2e-6 * ref[leaves + s] + 1e-30) {
-      if (leaf_bad++ < 3) UNSCOPED_INFO("leaf " << s << ": " << got << " vs " << ref[leaves + s]);
-    }
+  const auto& shape = buffer.layout().tree_shape;
+  std::vector<std::vector<double>> ref(1, std::vector<double>(model.capacity));
+  for (std::int64_t s = 0; s < model.capacity; ++s) ref[0][s] = model.mass(s);
+  while (ref.back().size() > std::size_t(K)) {
+    const auto& below = ref.back();
+    std::vector<double> up((below.size() + K - 1) / K, 0.0);
+    for (std::size_t i = 0; i < below.size(); ++i) up[i / K] += below[i];
+    ref.push_back(up);
   }
-  // Rounding of a float tree sum: at most depth roundings of relative 2^-24.
-  const double rtol = (buffer.layout().depth + 2) * std::ldexp(1.0, -24) + 2e-6;
-  for (std::int64_t k = 1; k < leaves; ++k) {
-    if (std::fabs(double(tree(k)) - ref[k]) > rtol * ref[k] + 1e-30) {
-      if (node_bad++ < 3) UNSCOPED_INFO("node " << k << ": " << tree(k) << " vs float64 " << ref[k]);
+  REQUIRE(shape.levels == int(ref.size()));
+  std::int64_t expected_offset = 0;
+  for (int l = 0; l < shape.levels; ++l) {
+    REQUIRE(shape.offset[l] == expected_offset);
+    REQUIRE(shape.nodes[l] == std::int64_t(ref[l].size()));
+    expected_offset += (std::int64_t(ref[l].size()) + K - 1) / K * K;
+  }
+  REQUIRE(std::int64_t(tree.extent(0)) == expected_offset);
+
+  int leaf_bad = 0, node_bad = 0, exact_bad = 0, pad_bad = 0;
+  for (int l = 0; l < shape.levels; ++l) {
+    // Left-to-right float sums of 32 positives: at most 31 roundings of
+    // relative 2^-24 per level, on top of the leaves' powf error.
+    const double rtol = l * (K - 1) * std::ldexp(1.0, -24) + 2e-6;
+    const std::int64_t n = std::int64_t(ref[l].size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double got = tree(shape.offset[l] + i);
+      if (std::fabs(got - ref[l][i]) > rtol * ref[l][i] + 1e-30) {
+        if ((l == 0 ? leaf_bad : node_bad)++ < 3) {
+          UNSCOPED_INFO("level " << l << " node " << i << ": " << got << " vs float64 " << ref[l][i]);
+        }
+      }
+      if (l > 0) {
+        float sum = 0.0f;
+        for (int j = 0; j < K; ++j) sum += tree(shape.offset[l - 1] + i * K + j);
+        if (tree(shape.offset[l] + i) != sum) ++exact_bad;
+      }
     }
-    if (tree(k) != tree(2 * k) + tree(2 * k + 1)) ++exact_bad;
+    const std::int64_t padded = (n + K - 1) / K * K;
+    for (std::int64_t i = n; i < padded; ++i) pad_bad += tree(shape.offset[l] + i) != 0.0f ? 1 : 0;
   }
   CHECK(leaf_bad == 0);
   CHECK(node_bad == 0);
   CHECK(exact_bad == 0);
+  CHECK(pad_bad == 0);
   const auto maxp = to_host(buffer.storage().max_priority);
   CHECK(maxp() == model.max_priority);
 }
@@ -274,7 +300,9 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   const Synthetic syn{4, 3, 1, 3};
-  auto config = small_config(22, syn.obs_dim, syn.num_envs, syn.n_step);
+  // 70 slots: two tree levels, so evicted leaves' ancestors are refreshed.
+  constexpr std::int64_t C = 70;
+  auto config = small_config(C, syn.obs_dim, syn.num_envs, syn.n_step);
   config.boundary_capacity = 5;
   config.alpha = 0.0f;
   foxrl::ReplayBuffer<Exec> buffer(space, config);
@@ -283,27 +311,35 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
   std::vector<std::int64_t> owner(5, -1);
   std::set<std::int64_t> evicted;
   std::int64_t head = 0, inserted = 0;
-  for (std::int64_t t = 0; t < 17; ++t) {
+  for (std::int64_t t = 0; t < 40; ++t) {
     for (int e = 0; e < 4; ++e) {
       if (!syn.boundary(e, t)) continue;
       const std::int64_t row = head++ % 5;
-      if (owner[row] >= 0 && owner[row] >= inserted + 4 - 22) evicted.insert(owner[row]);
+      if (owner[row] >= 0 && owner[row] >= inserted + 4 - C) evicted.insert(owner[row]);
       owner[row] = inserted + e;
     }
     inserted += 4;
     buffer.insert(space, make_transitions(space, syn, t));
   }
   std::set<std::int64_t> sampleable;
-  for (std::int64_t s = 0; s < 22; ++s) {
-    if (evicted.count(transition_in_slot(s, inserted, 22)) == 0) sampleable.insert(s);
+  for (std::int64_t s = 0; s < C; ++s) {
+    if (evicted.count(transition_in_slot(s, inserted, C)) == 0) sampleable.insert(s);
   }
-  REQUIRE(sampleable.size() < 22);  // the scenario must evict something live
+  REQUIRE(sampleable.size() < std::size_t(C));  // the scenario must evict something live
   REQUIRE(!sampleable.empty());
 
   const auto tree = to_host(buffer.storage().tree);
-  for (std::int64_t s = 0; s < 22; ++s) {
+  const auto& shape = buffer.layout().tree_shape;
+  REQUIRE(shape.levels == 2);
+  for (std::int64_t s = 0; s < C; ++s) {
     INFO("slot " << s);
-    CHECK((tree(buffer.layout().leaves + s) > 0.0f) == (sampleable.count(s) == 1));
+    CHECK((tree(shape.leaf(s)) > 0.0f) == (sampleable.count(s) == 1));
+  }
+  // alpha = 0: each top node counts the sampleable slots below it.
+  for (std::int64_t i = 0; i < shape.nodes[1]; ++i) {
+    float live = 0.0f;
+    for (std::int64_t s = i * 32; s < std::min(C, (i + 1) * 32); ++s) live += float(sampleable.count(s));
+    CHECK(tree(shape.node(1, i)) == live);
   }
   std::set<std::int64_t> seen;
   for (int call = 0; call < 20; ++call) {
@@ -312,7 +348,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
     const auto states = to_host(batch.states);
     const auto next = to_host(batch.next_states);
     for (int k = 0; k < 64; ++k) {
-      const std::int64_t g = transition_in_slot(idx(k), inserted, 22);
+      const std::int64_t g = transition_in_slot(idx(k), inserted, C);
       const int e = int(g % 4);
       const std::int64_t tt = g / 4;
       INFO("draw " << k << " slot " << idx(k));
@@ -333,19 +369,30 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  const Synthetic syn{6, 2, 3, 0};
-  auto config = small_config(100, syn.obs_dim, syn.num_envs, syn.n_step);  // 128 leaves
+  // 100 slots: leaves + a top level of 4 nodes (one update team per top
+  // node). 33000 slots: four levels (33000, 1032, 33, 2), inserts that wrap
+  // and updates large enough to need several staged chunks per level.
+  struct Case {
+    std::int64_t capacity;
+    int num_envs;
+    int max_update;
+    int steps;
+  };
+  for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
+  INFO("capacity " << c.capacity);
+  const Synthetic syn{c.num_envs, 2, 3, 0};
+  auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
   foxrl::ReplayBuffer<Exec> buffer(space, config);
-  PriorityModel model(100, config.alpha, config.eps);
+  PriorityModel model(c.capacity, config.alpha, config.eps);
 
   std::mt19937_64 rng(7);
   std::int64_t t = 0;
-  for (int step = 0; step < 60; ++step) {
+  for (int step = 0; step < c.steps; ++step) {
     if (buffer.size() == 0 || rng() % 3 == 0) {
       buffer.insert(space, make_transitions(space, syn, t++));
       model.insert(syn.num_envs);
     } else {
-      const int n = 1 + int(rng() % 40);
+      const int n = 1 + int(rng() % std::uint64_t(c.max_update));
       std::vector<std::int64_t> idx(n);
       std::vector<float> td(n);
       std::uniform_real_distribution<float> err(0.0f, 4.0f);
@@ -358,6 +405,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
     }
     INFO("step " << step);
     check_tree(buffer, model);
+  }
   }
 }
 
@@ -384,10 +432,10 @@ TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest pr
     model.update(idx, td);  // 40 and -1 are outside [0, size): ignored
     check_tree(buffer, model);
     const auto tree = to_host(buffer.storage().tree);
-    const auto L = buffer.layout().leaves;
-    CHECK(tree(L + 5) == Approx(std::pow(3.0 + 1e-6, 0.6)).epsilon(2e-6));
-    CHECK(tree(L + 7) == Approx(std::pow(2.0 + 1e-6, 0.6)).epsilon(2e-6));
-    CHECK(tree(L + 9) == Approx(1.0).epsilon(2e-6));  // NaN td: unchanged
+    const auto& shape = buffer.layout().tree_shape;
+    CHECK(tree(shape.leaf(5)) == Approx(std::pow(3.0 + 1e-6, 0.6)).epsilon(2e-6));
+    CHECK(tree(shape.leaf(7)) == Approx(std::pow(2.0 + 1e-6, 0.6)).epsilon(2e-6));
+    CHECK(tree(shape.leaf(9)) == Approx(1.0).epsilon(2e-6));  // NaN td: unchanged
     trees.emplace_back(tree.data(), tree.data() + tree.extent(0));
   }
   CHECK(trees[0] == trees[1]);
@@ -492,7 +540,11 @@ TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host refer
   const auto tree = to_host(buffer.storage().tree);
 
   double total = 0.0;
-  for (int s = 0; s < 200; ++s) total += model.mass(s);
+  std::vector<double> cumulative(201, 0.0);  // mass of slots < s
+  for (int s = 0; s < 200; ++s) {
+    total += model.mass(s);
+    cumulative[s + 1] = total;
+  }
   const double size = double(buffer.size());
   std::vector<double> w(B);
   double w_max = 0.0;
@@ -507,11 +559,17 @@ TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host refer
     CHECK(double(weights(k)) == Approx(w[k] / w_max).epsilon(1e-5));
     // Draw k comes from stratum k, so slots are non-decreasing in k ...
     if (k > 0) CHECK(indices(k) >= indices(k - 1));
-    // ... and equal the host descent of the same tree with the same counter.
+    // ... its slot's cumulative-mass interval holds the float64 target (up
+    // to the tree's float rounding) ...
     const float u = foxrl::kernels::counter_uniform(config.seed, 1, std::uint64_t(k));
-    const float target = (float(k) + u) * (tree(1) / float(B));
-    CHECK(foxrl::kernels::sum_tree_descend(tree, buffer.layout().leaves, buffer.layout().depth,
-                                           target, buffer.size()) == indices(k));
+    const double target = (double(k) + double(u)) * total / double(B);
+    const double slack = 1e-5 * total;
+    CHECK(cumulative[indices(k)] <= target + slack);
+    CHECK(target <= cumulative[indices(k) + 1] + slack);
+    // ... and it is the host descent of the same tree with the same counter.
+    const auto draw = foxrl::kernels::sum_tree_draw(tree, buffer.layout().tree_shape, buffer.size(),
+                                                    foxrl::kernels::StratifiedTarget{k, u, B});
+    CHECK(draw.slot == indices(k));
   }
 }
 
@@ -569,9 +627,10 @@ TEMPLATE_TEST_CASE("ReplayBuffer rejects bad input and reports its footprint", "
   CHECK_THROWS_AS(foxrl::ReplayBuffer<Exec>(space, bad), foxrl::UsageError);
 
   // obs stored once (+ n*N pending rows and a small boundary pool), plus
-  // action, reward, discount, next_ref (4 bytes each) and two tree floats.
+  // action, reward, discount, next_ref (4 bytes each) and the tree: levels
+  // of 4096, 128 and 4 nodes, each padded to a multiple of 32 floats.
   const double obs_bytes = 4.0 * syn.obs_dim;
-  const double scalars = 4 * 4 + 2 * 4;
+  const double scalars = 4 * 4 + 4.0 * (4096 + 128 + 32) / 4096;
   const double pending = obs_bytes * (3.0 * 4) / 4096 + (obs_bytes + 8) * 64 / 4096;
   CHECK(buffer.bytes_per_transition() == Approx(obs_bytes + scalars + pending).epsilon(1e-9));
 }

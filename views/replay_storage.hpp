@@ -4,6 +4,8 @@
 // need to address them. docs/replay.md describes the layout and why each
 // observation is stored once.
 
+#include "sum_tree_shape.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -17,8 +19,7 @@ struct ReplayLayout {
   std::int64_t obs_rows = 0;  ///< R = C + lookahead: rows of the observation ring
   std::int64_t lookahead = 0; ///< n * N: how far ahead (in transitions) a successor observation is
   std::int64_t boundary_capacity = 0;  ///< S: rows of the boundary pool
-  std::int64_t leaves = 0;    ///< L: power of two >= C; the sum tree has 2L nodes, root at 1
-  int depth = 0;              ///< log2(L)
+  SumTreeShape tree_shape;    ///< levels of the K-ary sum tree over the C slots
   int obs_dim = 0;
   int num_envs = 0;           ///< N: rows of every insert
   int n_step = 1;
@@ -63,12 +64,14 @@ struct ReplayStorage {
   Kokkos::View<std::int64_t, MemorySpace> boundary_evictions;  ///< live rows lost to pool reuse
   Kokkos::View<std::int32_t*, MemorySpace> evicted_slots;  ///< [N] per insert row: slot evicted, or -1
 
-  vector tree;  ///< [2L] sum tree of p^alpha; node k has children 2k, 2k+1; leaf of slot s is L + s
+  vector tree;  ///< [tree_shape.size] K-ary sum tree of p^alpha (views/sum_tree_shape.hpp)
   Kokkos::View<float, MemorySpace> max_priority;  ///< max priority seen (|td| + eps), starts at 1
 
   // Cross-team reduction state of the sample kernel, reset by its last team.
   Kokkos::View<std::int32_t, MemorySpace> teams_done;
-  Kokkos::View<float, MemorySpace> batch_min_mass;
+  /// Bits of the batch's smallest positive mass: positive floats order like
+  /// their bits, so an integer atomic min (no compare-and-swap loop) folds it.
+  Kokkos::View<std::int32_t, MemorySpace> batch_min_mass;
 };
 
 }  // namespace foxrl

@@ -319,7 +319,9 @@ struct ReluBackwardFunctor {
   float* partials = nullptr;  ///< [row_chunks, values, cols] when row_chunks > 1
   unsigned* tickets = nullptr;
 
-  static std::size_t scratch_floats(int values) { return std::size_t(team_size) * CW * std::size_t(values); }
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int values) {
+    return std::size_t(team_size) * CW * std::size_t(values);
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int tile = team.league_rank() % col_tiles;

@@ -173,7 +173,6 @@ class DqnLearner {
     if (backend == DenseBackend::blas) backward_blas(space, batch);
     else backward_portable(space, batch);
 
-
     kernels::gradient_sq_norm(space, weights_.grads, metrics_, reduce_);
     const bool polyak = config_.polyak_tau > 0.0f;
     kernels::adam_update(space, config_.adam(), weights_.online, weights_.grads, weights_.adam_m, weights_.adam_v,
@@ -296,7 +295,6 @@ class DqnLearner {
       dy = dx;
       ping ^= 1;
     }
-
   }
 
   /// Backward of the blas backend (rows of s only). The head's bias gradient

@@ -4,12 +4,15 @@
 //   backward_input    dX = (dY W) * [H > 0]         (ReLU mask of the input fused)
 //   backward_weights  dW = dY^T X,  db = colsum dY  (bias gradient fused)
 // Two backends: a portable tiled team kernel (scratch tiles; Serial, OpenMP,
-// Cuda alike) and Kokkos Kernels' gemm plus small epilogue kernels.
+// Cuda alike) and a library gemm plus bandwidth-bound epilogue kernels
+// (bias_activation, relu_backward, small_dense_forward below), which the
+// learner's blas path also uses directly.
 // All matrices are row-major (LayoutRight), like PyTorch's tensors.
 
 #include "compat.hpp"
 #include "compat_blas.hpp"
 #include "error.hpp"
+#include "reduce_scratch.hpp"
 #include "weights.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -17,6 +20,7 @@
 #include <climits>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace foxrl {
 
@@ -234,6 +238,252 @@ inline std::string dims(std::size_t r, std::size_t c) {
 
 }  // namespace detail
 
+/// y = act(y + bias) over a row-major [M, N] matrix: one flat launch, one
+/// thread per element (the gemm epilogue of the blas backend).
+template <class ExecSpace, class MemorySpace>
+void bias_activation(const ExecSpace& space, const MutableMatrix<MemorySpace>& y, const ConstVector<MemorySpace>& bias,
+                     bool relu) {
+  const std::size_t N = y.extent(1);
+  const std::size_t total = y.extent(0) * N;
+  if (total == 0) return;
+  if (y.stride(0) != N || bias.extent(0) != N)
+    throw Error("foxrl::kernels::bias_activation: y must be contiguous [M, N] and bias [N]");
+  float* out = y.data();
+  const float* b = bias.data();
+  Kokkos::parallel_for(
+      "foxrl::kernels::bias_activation", Kokkos::RangePolicy<ExecSpace>(space, 0, total),
+      KOKKOS_LAMBDA(std::size_t i) {
+        const float v = out[i] + b[i % N];
+        out[i] = relu && !(v > 0.0f) ? 0.0f : v;
+      });
+}
+
+/// Operands of relu_backward. Pointers into row-major matrices with their
+/// row strides; optional ones stay null.
+struct ReluBackwardArgs {
+  int rows = 0;  ///< M
+  int cols = 0;  ///< K: width of the layer input
+  /// dX [M, K] from a gemm (dY W); may alias dz. Null: the kernel computes
+  /// dX = dy_small W_small itself (a head with few outputs).
+  const float* src = nullptr;
+  std::ptrdiff_t src_ld = 0;
+  const float* dy_small = nullptr;  ///< [M, n_small]
+  std::ptrdiff_t dy_ld = 0;
+  const float* w_small = nullptr;   ///< [n_small, K]
+  std::ptrdiff_t w_ld = 0;
+  int n_small = 0;
+  /// The layer input H [M, K] (a ReLU output): dZ = dX * [H > 0]; null: no
+  /// mask. Also the X of dw_small.
+  const float* act = nullptr;
+  std::ptrdiff_t act_ld = 0;
+  float* dz = nullptr;        ///< out [M, K] (null: not stored)
+  std::ptrdiff_t dz_ld = 0;
+  float* db = nullptr;        ///< out [K]: column sums of dZ (the previous layer's bias gradient)
+  float* dw_small = nullptr;  ///< out [n_small, K]: dy_small^T H (the small layer's weight gradient)
+  std::ptrdiff_t dw_ld = 0;
+};
+
+/// Team shape of relu_backward: a team owns TC * CW columns of one chunk of
+/// rows; its TC x LANES threads walk the rows. GPUs: a warp reads 32
+/// consecutive columns of a row (one 128-byte line), 8 warps share the
+/// chunk's rows. Host backends: one thread walks 16 adjacent columns row by
+/// row (one cache line per row).
+template <class ExecSpace,
+          bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
+struct ReluBackwardTiling {
+  static constexpr int tc = 1, lanes = 1, cw = 16, chunk_rows = 256;
+};
+template <class ExecSpace>
+struct ReluBackwardTiling<ExecSpace, false> {
+  static constexpr int tc = 32, lanes = 8, cw = 1, chunk_rows = 64;
+};
+
+/// dZ = dX * [H > 0], db = colsum dZ, dW_small = dY_small^T H in one pass
+/// over the rows (see ReluBackwardArgs). Column sums of a chunk of rows meet
+/// in team scratch; with several row chunks the last team of each column
+/// tile adds the chunks' partials in chunk order (deterministic).
+template <class ExecSpace>
+struct ReluBackwardFunctor {
+  using tiling = ReluBackwardTiling<ExecSpace>;
+  static constexpr int TC = tiling::tc, LANES = tiling::lanes, CW = tiling::cw;
+  static constexpr int team_size = TC * LANES;
+  static constexpr int tile_cols = TC * CW;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+
+  ReluBackwardArgs a;
+  int values = 0;  ///< reduced values per column: (db ? 1 : 0) + (dw_small ? n_small : 0)
+  int col_tiles = 1;
+  int row_chunks = 1;
+  int chunk_rows = 1;
+  float* partials = nullptr;  ///< [row_chunks, values, cols] when row_chunks > 1
+  unsigned* tickets = nullptr;
+
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int values) {
+    return std::size_t(team_size) * CW * std::size_t(values);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int tile = team.league_rank() % col_tiles;
+    const int chunk = team.league_rank() / col_tiles;
+    const int rank = team.team_rank();
+    const int tc = rank % TC;
+    const int lane = rank / TC;
+    const int c0 = tile * tile_cols;
+    float* acc = values > 0 ? static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * scratch_floats(values)))
+                            : nullptr;
+    // acc[(j * values + r) * team_size + rank]: value r of column j of this thread.
+    for (int e = 0; e < CW * values; ++e) acc[e * team_size + rank] = 0.0f;
+
+    const int r0 = chunk * chunk_rows;
+    const int r1 = r0 + chunk_rows < a.rows ? r0 + chunk_rows : a.rows;
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    for (int m = r0 + lane; m < r1; m += LANES) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        const float h = a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
+        float v;
+        if (a.src != nullptr) {
+          v = a.src[m * a.src_ld + c];
+        } else {
+          v = 0.0f;
+          for (int n = 0; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
+        }
+        const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
+        if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
+        if (values == 0) continue;
+        float* slot = acc + j * values * team_size + rank;
+        if (db_slot) slot[0] += dz;
+        if (a.dw_small != nullptr)
+          for (int n = 0; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
+      }
+    }
+    if (values == 0) return;  // the same in every thread: no barrier is skipped by some only
+    team.team_barrier();
+    // Lane 0 of each column adds the lanes' sums (fixed order).
+    if (lane == 0) {
+      for (int e = 0; e < CW * values; ++e) {
+        float s = 0.0f;
+        for (int l = 0; l < LANES; ++l) s += acc[e * team_size + l * TC + tc];
+        acc[e * team_size + tc] = s;
+      }
+    }
+    if (row_chunks == 1) {
+      if (lane == 0) store(c0, tc, [&](int e, int) { return acc[e * team_size + tc]; });
+      return;
+    }
+    if (lane == 0) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        for (int r = 0; r < values; ++r)
+          partials[(std::size_t(chunk) * values + r) * a.cols + c] = acc[(j * values + r) * team_size + tc];
+      }
+    }
+    if (!arrive_last(team, tickets + tile, static_cast<unsigned>(row_chunks))) return;
+    if (lane == 0)
+      store(c0, tc, [&](int, int idx) {
+        float s = 0.0f;
+        for (int k = 0; k < row_chunks; ++k) s += read_partial(partials, std::size_t(k) * values * a.cols + idx);
+        return s;
+      });
+  }
+
+  /// Writes the reduced values of this thread's columns; value(e, idx) gives
+  /// value e = j * values + r, idx = r * cols + c its place in a chunk's partials.
+  template <class Value>
+  KOKKOS_INLINE_FUNCTION void store(int c0, int tc, const Value& value) const {
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    for (int j = 0; j < CW; ++j) {
+      const int c = c0 + j * TC + tc;
+      if (c >= a.cols) break;
+      for (int r = 0; r < values; ++r) {
+        const float s = value(j * values + r, r * a.cols + c);
+        if (r < db_slot) a.db[c] = s;
+        else a.dw_small[(r - db_slot) * a.dw_ld + c] = s;
+      }
+    }
+  }
+};
+
+/// Floats and tickets of ReduceScratch that relu_backward needs to split
+/// `rows` into chunks for `cols` columns and `values` sums per column.
+template <class ExecSpace>
+std::pair<std::size_t, std::size_t> relu_backward_scratch(int rows, int cols, int values) {
+  using F = ReluBackwardFunctor<ExecSpace>;
+  const int chunks = (rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
+  const int tiles = (cols + F::tile_cols - 1) / F::tile_cols;
+  return {std::size_t(chunks) * std::size_t(values) * std::size_t(cols), std::size_t(tiles)};
+}
+
+/// Launches relu_backward on `space`. With sums to form (db or dw_small)
+/// the rows are split into chunks only when `scratch` holds
+/// relu_backward_scratch(...); otherwise one team per column tile walks all
+/// rows (correct, less parallel).
+template <class ExecSpace>
+void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
+                   const ReduceScratch<typename ExecSpace::memory_space>& scratch) {
+  using F = ReluBackwardFunctor<ExecSpace>;
+  if (args.rows <= 0 || args.cols <= 0) return;
+  if ((args.src == nullptr) == (args.dy_small == nullptr && args.w_small == nullptr) ||
+      (args.dw_small != nullptr && (args.act == nullptr || args.dy_small == nullptr)))
+    throw Error("foxrl::kernels::relu_backward: give either src or (dy_small, w_small); dw_small needs act and dy_small");
+  F f;
+  f.a = args;
+  f.values = (args.db != nullptr ? 1 : 0) + (args.dw_small != nullptr ? args.n_small : 0);
+  f.col_tiles = (args.cols + F::tile_cols - 1) / F::tile_cols;
+  const int chunks = (args.rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
+  const auto need = relu_backward_scratch<ExecSpace>(args.rows, args.cols, f.values);
+  if (f.values == 0 || chunks == 1 || !scratch.holds(need.first, need.second)) {
+    f.row_chunks = f.values == 0 ? chunks : 1;
+  } else {
+    f.row_chunks = chunks;
+    f.partials = scratch.partials.data();
+    f.tickets = scratch.tickets.data();
+  }
+  f.chunk_rows = f.row_chunks == 1 ? args.rows : F::tiling::chunk_rows;
+  typename F::policy_type policy(space, f.col_tiles * f.row_chunks, F::team_size);
+  Kokkos::parallel_for("foxrl::kernels::relu_backward",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::scratch_floats(f.values))), f);
+}
+
+/// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
+/// head): one row per thread (a 32-lane vector on GPUs, reading X's row
+/// once, coalesced), N dot products of length K, bias fused. Replaces a
+/// split-K gemm plus its reduction and an epilogue launch.
+template <class ExecSpace, class MemorySpace>
+void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>& x, const ConstMatrix<MemorySpace>& w,
+                         const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+  const int M = static_cast<int>(x.extent(0));
+  const int N = static_cast<int>(w.extent(0));
+  const int K = static_cast<int>(w.extent(1));
+  detail::check_shapes(x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) &&
+                           y.extent(1) == std::size_t(N) && bias.extent(0) == std::size_t(N),
+                       "small_dense_forward",
+                       "X " + detail::dims(x.extent(0), x.extent(1)) + ", W " + detail::dims(N, K) + ", Y " +
+                           detail::dims(y.extent(0), y.extent(1)));
+  if (M == 0 || N == 0) return;
+  const int rows_per_team = host ? 1 : 4;
+  const int vector = host ? 1 : 32;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+  Kokkos::parallel_for(
+      "foxrl::kernels::small_dense_forward",
+      policy_type(space, (M + rows_per_team - 1) / rows_per_team, rows_per_team, vector),
+      KOKKOS_LAMBDA(const member_type& team) {
+        const int m = team.league_rank() * team.team_size() + team.team_rank();
+        if (m >= M) return;
+        for (int n = 0; n < N; ++n) {
+          float s = 0.0f;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, K), [&](int k, float& acc) { acc += x(m, k) * w(n, k); }, s);
+          Kokkos::single(Kokkos::PerThread(team), [&]() { y(m, n) = s + bias(n); });
+        }
+      });
+}
+
 /// Y[M, N] = act(X W^T + b) with X = [X1; X2] stacked by rows (X2 may be
 /// empty). W is [N, K] (PyTorch's layout). The blas backend needs X2 empty
 /// (stack the inputs first).
@@ -267,12 +517,7 @@ void dense_forward(const ExecSpace& space, DenseBackend backend, const ConstMatr
   }
   if (x2.extent(0) > 0) throw Error("foxrl::kernels::dense_forward: the blas backend needs one stacked input");
   compat::gemm(space, "N", "T", 1.0f, x1, w, 0.0f, y);
-  Kokkos::parallel_for(
-      "foxrl::kernels::dense_forward::bias_act",
-      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(space, {0, 0}, {M, N}), KOKKOS_LAMBDA(int m, int n) {
-        const float v = y(m, n) + bias(n);
-        y(m, n) = relu && !(v > 0.0f) ? 0.0f : v;
-      });
+  bias_activation(space, y, bias, relu);
 }
 
 /// dX[M, K] = (dY[M, N] W[N, K]) * [mask > 0]; `mask` (the ReLU output that
@@ -303,11 +548,16 @@ void dense_backward_input(const ExecSpace& space, DenseBackend backend, const Co
   }
   compat::gemm(space, "N", "N", 1.0f, dy, w, 0.0f, dx);
   if (!masked) return;
-  Kokkos::parallel_for(
-      "foxrl::kernels::dense_backward_input::relu_mask",
-      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(space, {0, 0}, {M, K}), KOKKOS_LAMBDA(int m, int k) {
-        if (!(mask(m, k) > 0.0f)) dx(m, k) = 0.0f;
-      });
+  ReluBackwardArgs ra;
+  ra.rows = M;
+  ra.cols = K;
+  ra.src = dx.data();
+  ra.src_ld = static_cast<std::ptrdiff_t>(dx.stride(0));
+  ra.act = mask.data();
+  ra.act_ld = static_cast<std::ptrdiff_t>(mask.stride(0));
+  ra.dz = dx.data();
+  ra.dz_ld = ra.src_ld;
+  relu_backward(space, ra, ReduceScratch<typename ExecSpace::memory_space>());
 }
 
 /// dW[N, K] = dY[M, N]^T X[M, K], db[N] = sum_m dY[m, n] (overwritten, not
@@ -333,13 +583,13 @@ void dense_backward_weights(const ExecSpace& space, DenseBackend backend, const 
     return;
   }
   compat::gemm(space, "T", "N", 1.0f, dy, x, 0.0f, dw);
-  Kokkos::parallel_for(
-      "foxrl::kernels::dense_backward_weights::bias_grad", Kokkos::RangePolicy<ExecSpace>(space, 0, N),
-      KOKKOS_LAMBDA(int n) {
-        float s = 0.0f;
-        for (int m = 0; m < M; ++m) s += dy(m, n);
-        db(n) = s;
-      });
+  ReluBackwardArgs ra;
+  ra.rows = M;
+  ra.cols = N;
+  ra.src = dy.data();
+  ra.src_ld = static_cast<std::ptrdiff_t>(dy.stride(0));
+  ra.db = db.data();
+  relu_backward(space, ra, ReduceScratch<typename ExecSpace::memory_space>());
 }
 
 }  // namespace kernels

@@ -6,11 +6,15 @@
 // Plus the inference-side dueling combination (Q-values and greedy action).
 
 #include "compat.hpp"
+#include "error.hpp"
 #include "learner_metrics.hpp"
+#include "reduce_scratch.hpp"
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace foxrl {
 
@@ -69,29 +73,56 @@ struct DqnLossArgs {
   /// Advanced by one here (if allocated), so the optimizer that follows sees
   /// the step it takes without a launch of its own.
   Kokkos::View<std::int64_t, MemorySpace> adam_step;
+  /// If allocated ([1 + A]): column sums of d_head, i.e. the head's bias
+  /// gradient, formed with the means (saves a launch).
+  Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> head_bias_grad;
+  /// If it holds dqn_loss_scratch(...): the batch is split over several
+  /// teams whose partial sums the last team adds (deterministic); otherwise
+  /// one team walks the batch.
+  ReduceScratch<MemorySpace> scratch;
 };
 
-/// One team walks the batch; partial sums meet in a scratch tree so the
-/// means are deterministic and land in `metrics` without a host read-back.
+/// Rows per team of the loss kernel: GPUs run one row per thread in teams
+/// of 128; host backends one thread per team over 64 rows.
+template <class ExecSpace,
+          bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
+struct DqnLossTiling {
+  static constexpr int team_size = 1, rows_per_team = 64;
+};
+template <class ExecSpace>
+struct DqnLossTiling<ExecSpace, false> {
+  static constexpr int team_size = 128, rows_per_team = 128;
+};
+
+/// Each team walks its rows; partial sums meet in a scratch tree, then (with
+/// several teams) in team order in the last team, so the means are
+/// deterministic and land in `metrics` without a host read-back.
 template <class ExecSpace>
 struct DqnLossFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
   using member_type = typename policy_type::member_type;
-  static constexpr int sums = 3;  // loss, q, |td|
+  static constexpr int base_sums = 3;  // loss, q, |td|; then the d_head column sums
 
   DqnLossArgs<memory_space> args;
   int batch = 0;
   int num_actions = 0;
+  int sums = base_sums;
+  int rows_per_team = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int rank = team.team_rank();
     const int size = team.team_size();
+    const int teams = team.league_size();
     float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
+    for (int s = 0; s < sums; ++s) partial[s * size + rank] = 0.0f;
+    const bool head_bias = sums > base_sums;
     const float inv_b = 1.0f / static_cast<float>(batch);
     const float inv_a = 1.0f / static_cast<float>(num_actions);
+    const int begin = team.league_rank() * rows_per_team;
+    const int end = begin + rows_per_team < batch ? begin + rows_per_team : batch;
     float loss_sum = 0.0f, q_sum = 0.0f, td_sum = 0.0f;
-    for (int i = rank; i < batch; i += size) {
+    for (int i = begin + rank; i < end; i += size) {
       const int a = args.actions(i);
       const float q = dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
       const int a_star = greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
@@ -111,7 +142,12 @@ struct DqnLossFunctor {
       const float w = args.is_weights(i);
       const float g = w * dl * inv_b;
       args.d_head(i, 0) = g;
-      for (int j = 0; j < num_actions; ++j) args.d_head(i, 1 + j) = g * ((j == a ? 1.0f : 0.0f) - inv_a);
+      if (head_bias) partial[base_sums * size + rank] += g;
+      for (int j = 0; j < num_actions; ++j) {
+        const float gj = g * ((j == a ? 1.0f : 0.0f) - inv_a);
+        args.d_head(i, 1 + j) = gj;
+        if (head_bias) partial[(base_sums + 1 + j) * size + rank] += gj;
+      }
       args.td_errors(i) = abs_td;
       loss_sum += w * l;
       q_sum += q;
@@ -128,30 +164,63 @@ struct DqnLossFunctor {
         for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
     }
     team.team_barrier();
-    if (rank == 0) {
-      args.metrics(LearnerMetrics::loss) = partial[0] * inv_b;
-      args.metrics(LearnerMetrics::mean_q) = partial[size] * inv_b;
-      args.metrics(LearnerMetrics::mean_abs_td) = partial[2 * size] * inv_b;
-      if (args.adam_step.data() != nullptr) args.adam_step() += 1;
+    if (teams == 1) {
+      if (rank == 0) finish([&](int s) { return partial[s * size]; });
+      return;
     }
+    float* global = args.scratch.partials.data();
+    if (rank == 0)
+      for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
+    if (!arrive_last(team, args.scratch.tickets.data(), static_cast<unsigned>(teams))) return;
+    if (rank == 0)
+      finish([&](int s) {
+        float total = 0.0f;
+        for (int t = 0; t < teams; ++t) total += read_partial(global, std::size_t(t) * sums + s);
+        return total;
+      });
+  }
+
+  template <class Sum>
+  KOKKOS_INLINE_FUNCTION void finish(const Sum& sum) const {
+    const float inv_b = 1.0f / static_cast<float>(batch);
+    args.metrics(LearnerMetrics::loss) = sum(0) * inv_b;
+    args.metrics(LearnerMetrics::mean_q) = sum(1) * inv_b;
+    args.metrics(LearnerMetrics::mean_abs_td) = sum(2) * inv_b;
+    for (int s = base_sums; s < sums; ++s) args.head_bias_grad(s - base_sums) = sum(s);
+    if (args.adam_step.data() != nullptr) args.adam_step() += 1;
   }
 };
 
-/// Launches the loss kernel on `space` (one team; the batch is small).
+/// Floats and tickets of ReduceScratch that dqn_loss needs to spread
+/// `batch` rows of a head with `head_outputs` columns over several teams.
+template <class ExecSpace>
+std::pair<std::size_t, std::size_t> dqn_loss_scratch(int batch, int head_outputs) {
+  const int teams = (batch + DqnLossTiling<ExecSpace>::rows_per_team - 1) / DqnLossTiling<ExecSpace>::rows_per_team;
+  return {std::size_t(teams) * std::size_t(DqnLossFunctor<ExecSpace>::base_sums + head_outputs), 1};
+}
+
+/// Launches the loss kernel on `space` (see DqnLossArgs::scratch).
 template <class ExecSpace>
 void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memory_space>& args) {
   using F = DqnLossFunctor<ExecSpace>;
-  constexpr bool host =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  using T = DqnLossTiling<ExecSpace>;
   F f;
   f.args = args;
   f.batch = static_cast<int>(args.actions.extent(0));
   f.num_actions = static_cast<int>(args.online_s.extent(1)) - 1;
   if (f.batch == 0) return;
-  const int team_size = host ? 1 : 512;
-  typename F::policy_type policy(space, 1, team_size);
+  if (args.head_bias_grad.data() != nullptr) {
+    if (args.head_bias_grad.extent(0) != std::size_t(f.num_actions + 1))
+      throw Error("foxrl::kernels::dqn_loss: head_bias_grad must have 1 + num_actions entries");
+    f.sums = F::base_sums + f.num_actions + 1;
+  }
+  const auto need = dqn_loss_scratch<ExecSpace>(f.batch, f.num_actions + 1);
+  const int teams = (f.batch + T::rows_per_team - 1) / T::rows_per_team;
+  const bool split = teams > 1 && args.scratch.holds(need.first, need.second);
+  f.rows_per_team = split ? T::rows_per_team : f.batch;
+  typename F::policy_type policy(space, split ? teams : 1, split ? T::team_size : (T::team_size > 1 ? 512 : 1));
   Kokkos::parallel_for("foxrl::kernels::dqn_loss",
-                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::sums * team_size)), f);
+                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * f.sums * policy.team_size())), f);
 }
 
 /// Q-values [R, A] and greedy actions [R] from a dueling head output

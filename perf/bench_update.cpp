@@ -1,6 +1,9 @@
 // One DqnLearner::update at batch 1024 on the 65-512-512-dueling(3) network
 // (the market-throughput config), for both dense backends: median
-// microseconds per update and kernel launches per update.
+// microseconds of one fenced update ("dqn_update": launch latency and every
+// kernel gap included), the time per update of N updates queued back to
+// back with one fence at the end ("dqn_update_pipelined": what a training
+// loop that never waits sees), and kernel launches per update.
 //
 //   foxrl_bench_update [--quick] [--repeats N] [--export-checkpoint DIR]
 //
@@ -125,9 +128,12 @@ int main(int argc, char** argv) {
         launches = audit.record().launches.size();
       }
       // Kokkos Tools sees Kokkos launches only: the blas backend's gemm
-      // calls (cuBLAS on CUDA) come on top: online and target forward per
-      // layer, dW per layer, dX for every layer but the first.
-      const int gemm_calls = 4 * learner.layout().num_layers - 1;
+      // calls (cuBLAS on CUDA, Kokkos Kernels elsewhere) come on top: per
+      // trunk layer online forward (two for the first: s and s'), target
+      // forward, dW, and dX for every trunk layer but the first; the head
+      // runs in foxrl kernels (but dW of a head without trunk).
+      const int trunk = learner.layout().num_layers - 1;
+      const int gemm_calls = trunk == 0 ? 1 : 4 * trunk;
       std::vector<double> us;
       for (int r = 0; r < opt.repeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -141,6 +147,25 @@ int main(int argc, char** argv) {
           "\"backend\":\"%s\",\"launches_per_update\":%zu,\"gemm_calls_per_update\":%d}\n",
           learner.layout().describe().c_str(), batch_size, foxrl::to_string(backend), us[us.size() / 2],
           opt.repeats, Exec::name(), launches, backend == foxrl::DenseBackend::blas ? gemm_calls : 0);
+
+      // Pipelined: `pipeline` updates queued, one fence; median over rounds.
+      const int pipeline = opt.quick ? 4 : 20;
+      const int rounds = std::max(1, opt.repeats / 5);
+      std::vector<double> per_update;
+      for (int r = 0; r < rounds; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < pipeline; ++i) learner.update(space, batch);
+        context.fence("bench::pipelined");
+        per_update.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                             pipeline);
+      }
+      std::sort(per_update.begin(), per_update.end());
+      std::printf(
+          "{\"bench\":\"dqn_update_pipelined\",\"config\":\"%s batch %d dense %s, %d updates per fence\","
+          "\"median_us\":%.2f,\"repeats\":%d,\"backend\":\"%s\"}\n",
+          learner.layout().describe().c_str(), batch_size, foxrl::to_string(backend), pipeline,
+          per_update[per_update.size() / 2], rounds, Exec::name());
+      std::fflush(stdout);
 
       if (!opt.export_dir.empty() && backend == foxrl::DenseBackend::portable) {
         const int n = 16;

@@ -2,11 +2,11 @@
 // DqnLearner: the Q-network learner of the training step. Owns the online
 // and target networks, gradients, Adam state and all scratch, and runs one
 // gradient step per update() on the run's instance: online forward at s and
-// s' (one stacked launch per layer), target forward at s', double-DQN n-step
-// target + importance-weighted loss + dL/dhead (one launch), backward,
-// gradient norm (reduced on the device), clip + Adam (+ Polyak) in one
-// launch, hard target copies by a host-side update counter. No host sync
-// and no allocation inside update().
+// s', target forward at s', double-DQN n-step target + importance-weighted
+// loss + dL/dhead (one launch), backward, gradient norm (reduced on the
+// device), clip + Adam (+ Polyak) in one launch, hard target copies by a
+// host-side update counter. No host sync and no allocation inside update().
+// docs/design.md lists the launches of both dense backends.
 
 #include "adam.hpp"
 #include "batch.hpp"
@@ -17,6 +17,8 @@
 #include "error.hpp"
 #include "learner_metrics.hpp"
 #include "network_layout.hpp"
+#include "reduce_scratch.hpp"
+#include "row_major_gemm.hpp"
 #include "weight_init.hpp"
 #include "weights.hpp"
 
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +53,7 @@ struct DqnLearnerConfig {
   LossKind loss = LossKind::huber;
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
-  DenseBackend dense_backend = DenseBackend::portable;
+  DenseBackend dense_backend = DenseBackend::blas;
 
   AdamHyper adam() const {
     AdamHyper h;
@@ -114,8 +117,18 @@ class DqnLearner {
     for (auto& g : d_act_)
       g = vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::d_act"),
                  std::size_t(config_.max_batch) * std::size_t(max_hidden));
-    if (config_.dense_backend == DenseBackend::blas)
-      stacked_input_ = alloc_matrix(space, "foxrl::DqnLearner::stacked_input", rows, layout_.obs_dim);
+    if (config_.dense_backend == DenseBackend::blas) gemm_ = std::make_shared<RowMajorGemm<ExecSpace>>(space);
+    {
+      // One scratch for every single-launch reduction of update() (they run
+      // one after the other on the instance).
+      const int B = config_.max_batch;
+      const auto relu = kernels::relu_backward_scratch<ExecSpace>(B, layout_.max_width(), 1 + layout_.head_outputs());
+      const auto loss = kernels::dqn_loss_scratch<ExecSpace>(B, layout_.head_outputs());
+      const std::size_t norm = std::size_t(kernels::gradient_norm_teams<ExecSpace>(layout_.total));
+      reduce_ = kernels::ReduceScratch<memory_space>(space, "foxrl::DqnLearner::reduce",
+                                                     std::max({relu.first, loss.first, norm}),
+                                                     std::max<std::size_t>(relu.second, 1));
+    }
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), config_.max_batch);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, weights_.online, layout_, config_.seed, config_.init);
@@ -137,17 +150,7 @@ class DqnLearner {
     const int L = layout_.num_layers;
 
     // Online network at s and s' in one pass over stacked rows [s; s'].
-    {
-      ConstMatrix<memory_space> x1 = batch.states, x2 = batch.next_states;
-      if (backend == DenseBackend::blas) {
-        Kokkos::deep_copy(space, Kokkos::subview(stacked_input_, std::make_pair(0, B), Kokkos::ALL), batch.states);
-        Kokkos::deep_copy(space, Kokkos::subview(stacked_input_, std::make_pair(B, 2 * B), Kokkos::ALL),
-                          batch.next_states);
-        x1 = rows(stacked_input_, 0, 2 * B);
-        x2 = ConstMatrix<memory_space>();
-      }
-      forward(space, weights_.online, online_act_, online_head_, x1, x2, 2 * B);
-    }
+    forward(space, weights_.online, online_act_, online_head_, batch.states, batch.next_states, 2 * B);
     forward(space, weights_.target, target_act_, target_head_, batch.next_states, ConstMatrix<memory_space>(), B);
 
     kernels::DqnLossArgs<memory_space> args;
@@ -163,25 +166,14 @@ class DqnLearner {
     args.td_errors = td_errors_;
     args.metrics = metrics_;
     args.adam_step = weights_.adam_step;
+    if (backend == DenseBackend::blas) args.head_bias_grad = weights_.bias(weights_.grads, L - 1);
+    args.scratch = reduce_;
     kernels::dqn_loss(space, args);
 
-    // Backward through the head and the trunk (rows of s only).
-    MutableMatrix<memory_space> dy = rows(d_head_, 0, B);
-    int ping = 0;
-    for (int l = L - 1; l >= 0; --l) {
-      const ConstMatrix<memory_space> x =
-          l == 0 ? ConstMatrix<memory_space>(batch.states) : ConstMatrix<memory_space>(rows(online_act_[l - 1], 0, B));
-      kernels::dense_backward_weights(space, backend, ConstMatrix<memory_space>(dy), x,
-                                      weights_.weight(weights_.grads, l), weights_.bias(weights_.grads, l));
-      if (l == 0) break;
-      MutableMatrix<memory_space> dx(d_act_[ping].data(), B, layout_.layers[l].in);
-      kernels::dense_backward_input(space, backend, ConstMatrix<memory_space>(dy),
-                                    ConstMatrix<memory_space>(weights_.weight(weights_.online, l)), x, dx);
-      dy = dx;
-      ping ^= 1;
-    }
+    if (backend == DenseBackend::blas) backward_blas(space, batch);
+    else backward_portable(space, batch);
 
-    kernels::gradient_sq_norm(space, weights_.grads, metrics_);
+    kernels::gradient_sq_norm(space, weights_.grads, metrics_, reduce_);
     const bool polyak = config_.polyak_tau > 0.0f;
     kernels::adam_update(space, config_.adam(), weights_.online, weights_.grads, weights_.adam_m, weights_.adam_v,
                          weights_.adam_step, metrics_, polyak ? weights_.target : FlatParams<memory_space>(),
@@ -283,6 +275,89 @@ class DqnLearner {
                        " rows, more than the configured maximum " + std::to_string(max));
   }
 
+  /// Backward of the portable backend: per layer one dW (+ db) product and
+  /// one dX product with the ReLU mask fused.
+  void backward_portable(const ExecSpace& space, const Batch<memory_space>& batch) {
+    const int B = batch.size();
+    const int L = layout_.num_layers;
+    const auto backend = config_.dense_backend;
+    MutableMatrix<memory_space> dy = rows(d_head_, 0, B);
+    int ping = 0;
+    for (int l = L - 1; l >= 0; --l) {
+      const ConstMatrix<memory_space> x =
+          l == 0 ? ConstMatrix<memory_space>(batch.states) : ConstMatrix<memory_space>(rows(online_act_[l - 1], 0, B));
+      kernels::dense_backward_weights(space, backend, ConstMatrix<memory_space>(dy), x,
+                                      weights_.weight(weights_.grads, l), weights_.bias(weights_.grads, l));
+      if (l == 0) break;
+      MutableMatrix<memory_space> dx(d_act_[ping].data(), B, layout_.layers[l].in);
+      kernels::dense_backward_input(space, backend, ConstMatrix<memory_space>(dy),
+                                    ConstMatrix<memory_space>(weights_.weight(weights_.online, l)), x, dx);
+      dy = dx;
+      ping ^= 1;
+    }
+  }
+
+  /// Backward of the blas backend (rows of s only). The head's bias gradient
+  /// came with the loss; one fused kernel forms dX of the head (few outputs:
+  /// no gemm), masks it, and reduces the last hidden layer's bias gradient
+  /// and the head's weight gradient; every trunk layer then takes one gemm
+  /// for dW and (but the first) one gemm for dX plus one mask + bias-gradient
+  /// kernel.
+  void backward_blas(const ExecSpace& space, const Batch<memory_space>& batch) {
+    const int B = batch.size();
+    const int L = layout_.num_layers;
+    const auto& grads = weights_.grads;
+    const ConstMatrix<memory_space> d_head = rows(d_head_, 0, B);
+    if (L == 1) {
+      (*gemm_)(space, true, false, d_head, batch.states, weights_.weight(grads, 0));
+      return;
+    }
+    int ping = 0;
+    {
+      const int l = L - 1;
+      const auto w = weights_.weight(weights_.online, l);
+      const auto h = rows(online_act_[l - 1], 0, B);
+      const auto dw = weights_.weight(grads, l);
+      kernels::ReluBackwardArgs a;
+      a.rows = B;
+      a.cols = layout_.layers[l].in;
+      a.dy_small = d_head.data();
+      a.dy_ld = static_cast<std::ptrdiff_t>(d_head.stride(0));
+      a.n_small = layout_.layers[l].out;
+      a.w_small = w.data();
+      a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
+      a.act = h.data();
+      a.act_ld = static_cast<std::ptrdiff_t>(h.stride(0));
+      a.dz = d_act_[ping].data();
+      a.dz_ld = a.cols;
+      a.db = weights_.bias(grads, l - 1).data();
+      a.dw_small = dw.data();
+      a.dw_ld = static_cast<std::ptrdiff_t>(dw.stride(0));
+      kernels::relu_backward(space, a, reduce_);
+    }
+    for (int l = L - 2; l >= 0; --l) {
+      const ConstMatrix<memory_space> dz(d_act_[ping].data(), B, layout_.layers[l].out);
+      const ConstMatrix<memory_space> x =
+          l == 0 ? ConstMatrix<memory_space>(batch.states) : ConstMatrix<memory_space>(rows(online_act_[l - 1], 0, B));
+      (*gemm_)(space, true, false, dz, x, weights_.weight(grads, l));
+      if (l == 0) break;
+      const MutableMatrix<memory_space> dx(d_act_[ping ^ 1].data(), B, layout_.layers[l].in);
+      (*gemm_)(space, false, false, dz, ConstMatrix<memory_space>(weights_.weight(weights_.online, l)), dx);
+      kernels::ReluBackwardArgs a;
+      a.rows = B;
+      a.cols = layout_.layers[l].in;
+      a.src = dx.data();
+      a.src_ld = a.cols;
+      a.act = x.data();
+      a.act_ld = static_cast<std::ptrdiff_t>(x.stride(0));
+      a.dz = dx.data();
+      a.dz_ld = a.cols;
+      a.db = weights_.bias(grads, l - 1).data();
+      kernels::relu_backward(space, a, reduce_);
+      ping ^= 1;
+    }
+  }
+
   /// Forward of a network (flat params) over `n` stacked rows [x1; x2].
   void forward(const ExecSpace& space, const FlatParams<memory_space>& params, const std::vector<matrix>& act,
                const matrix& head, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2, int n) {
@@ -292,9 +367,25 @@ class DqnLearner {
       const auto out = is_head ? rows(head, 0, n) : rows(act[l], 0, n);
       const ConstMatrix<memory_space> in1 = l == 0 ? x1 : ConstMatrix<memory_space>(rows(act[l - 1], 0, n));
       const ConstMatrix<memory_space> in2 = l == 0 ? x2 : ConstMatrix<memory_space>();
-      kernels::dense_forward(space, config_.dense_backend, in1, in2,
-                             ConstMatrix<memory_space>(weights_.weight(params, l)),
-                             ConstVector<memory_space>(weights_.bias(params, l)), !is_head, out);
+      const ConstMatrix<memory_space> w = weights_.weight(params, l);
+      const ConstVector<memory_space> b = weights_.bias(params, l);
+      if (config_.dense_backend == DenseBackend::portable) {
+        kernels::dense_forward(space, config_.dense_backend, in1, in2, w, b, !is_head, out);
+        continue;
+      }
+      // blas: the stacked first layer as two products into the two row
+      // ranges of its output (no copy of the inputs); the head (few
+      // outputs) as one fused kernel instead of a split-K gemm + epilogue.
+      const int n1 = static_cast<int>(in1.extent(0));
+      const MutableMatrix<memory_space> out1 = rows(out, 0, n1), out2 = rows(out, n1, n);
+      if (is_head) {
+        kernels::small_dense_forward(space, in1, w, b, out1);
+        if (n > n1) kernels::small_dense_forward(space, in2, w, b, out2);
+        continue;
+      }
+      (*gemm_)(space, false, true, in1, w, out1);
+      if (n > n1) (*gemm_)(space, false, true, in2, w, out2);
+      kernels::bias_activation(space, out, b, true);
     }
   }
 
@@ -312,9 +403,11 @@ class DqnLearner {
   NetworkLayout layout_;
   Weights<memory_space> weights_;
   std::vector<matrix> online_act_, target_act_;
-  matrix online_head_, target_head_, d_head_, stacked_input_;
+  matrix online_head_, target_head_, d_head_;
   vector d_act_[2];
   vector td_errors_, metrics_;
+  std::shared_ptr<RowMajorGemm<ExecSpace>> gemm_;  ///< blas backend only
+  kernels::ReduceScratch<memory_space> reduce_;
   std::int64_t updates_ = 0;
 };
 

@@ -1,8 +1,10 @@
 // The dense products (both backends) against float64 host loops, on shapes
 // that are not multiples of any tile size.
+#include "adam.hpp"
 #include "dense.hpp"
 #include "execution_context.hpp"
 #include "reference_dqn.hpp"
+#include "row_major_gemm.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -109,5 +111,167 @@ TEMPLATE_TEST_CASE("dense kernels match float64 host products", "[dense]", FOXRL
       CHECK(worst_dw < tolerance);
       CHECK(worst_db < tolerance);
     }
+  }
+}
+
+TEMPLATE_TEST_CASE("RowMajorGemm matches float64 products for every transpose combination", "[dense][gemm]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  foxrl::RowMajorGemm<Exec> gemm(space);
+  const int M = 37, N = 45, K = 71;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      // A stored [M, K] or (transposed) [K, M]; B stored [K, N] or [N, K].
+      const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+      const auto a = random_values(std::size_t(ar) * ac, 11);
+      const auto b = random_values(std::size_t(br) * bc, 12);
+      auto A = foxrl::test::to_device(space, a, ar, ac);
+      auto B = foxrl::test::to_device(space, b, br, bc);
+      Kokkos::View<float**, Kokkos::LayoutRight, Mem> C("foxrl::test::C", M, N);
+      gemm(space, ta, tb, foxrl::ConstMatrix<Mem>(A), foxrl::ConstMatrix<Mem>(B), foxrl::MutableMatrix<Mem>(C));
+      const auto c = foxrl::test::to_host(space, C);
+      double worst = 0.0;
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+          double ref = 0.0;
+          for (int k = 0; k < K; ++k) {
+            const double av = ta ? a[std::size_t(k) * ac + m] : a[std::size_t(m) * ac + k];
+            const double bv = tb ? b[std::size_t(n) * bc + k] : b[std::size_t(k) * bc + n];
+            ref += av * bv;
+          }
+          worst = std::max(worst, std::abs(ref - c(m, n)));
+        }
+      INFO("op(A) " << (ta ? "T" : "N") << ", op(B) " << (tb ? "T" : "N"));
+      CHECK(worst < tolerance);
+    }
+  }
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("foxrl::test::A", 3, 4), B("foxrl::test::B", 5, 6),
+      C("foxrl::test::C", 3, 6);
+  CHECK_THROWS_AS(gemm(space, false, false, foxrl::ConstMatrix<Mem>(A), foxrl::ConstMatrix<Mem>(B),
+                       foxrl::MutableMatrix<Mem>(C)),
+                  foxrl::Error);
+}
+
+TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over several row chunks", "[dense][fused]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // More rows than one chunk on every backend, columns not a multiple of
+  // any column tile; a 4-output "head".
+  const int M = 301, K = 45, NS = 4;
+  const auto src = random_values(std::size_t(M) * K, 21);
+  const auto act = random_values(std::size_t(M) * K, 22, true);
+  const auto dys = random_values(std::size_t(M) * NS, 23);
+  const auto ws = random_values(std::size_t(NS) * K, 24);
+  const auto bs = random_values(NS, 25);
+  auto SRC = foxrl::test::to_device(space, src, M, K);
+  auto ACT = foxrl::test::to_device(space, act, M, K);
+  auto DYS = foxrl::test::to_device(space, dys, M, NS);
+  auto WS = foxrl::test::to_device(space, ws, NS, K);
+  auto BS = foxrl::test::to_device(space, bs);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> DZ("foxrl::test::DZ", M, K), DW("foxrl::test::DW", NS, K),
+      Y("foxrl::test::Y", M, NS);
+  Kokkos::View<float*, Mem> DB("foxrl::test::DB", K);
+  const auto need = foxrl::kernels::relu_backward_scratch<Exec>(M, K, 1 + NS);
+  const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.first, need.second);
+
+  for (const bool small : {false, true}) {
+    DYNAMIC_SECTION((small ? "dX from the small product" : "dX given")) {
+      foxrl::kernels::ReluBackwardArgs a;
+      a.rows = M;
+      a.cols = K;
+      if (small) {
+        a.dy_small = DYS.data();
+        a.dy_ld = NS;
+        a.w_small = WS.data();
+        a.w_ld = K;
+        a.n_small = NS;
+        a.dw_small = DW.data();
+        a.dw_ld = K;
+      } else {
+        a.src = SRC.data();
+        a.src_ld = K;
+      }
+      a.act = ACT.data();
+      a.act_ld = K;
+      a.dz = DZ.data();
+      a.dz_ld = K;
+      a.db = DB.data();
+      // Twice: the second launch relies on the first leaving its tickets at zero.
+      for (int rep = 0; rep < 2; ++rep) {
+        Kokkos::deep_copy(space, DB, 0.0f);
+        foxrl::kernels::relu_backward(space, a, scratch);
+        const auto dz = foxrl::test::to_host(space, DZ);
+        const auto db = foxrl::test::to_host(space, DB);
+        const auto dw = foxrl::test::to_host(space, DW);
+        double worst_dz = 0.0, worst_db = 0.0, worst_dw = 0.0;
+        std::vector<double> ref_db(K, 0.0), ref_dw(std::size_t(NS) * K, 0.0);
+        for (int m = 0; m < M; ++m)
+          for (int k = 0; k < K; ++k) {
+            double v = 0.0;
+            if (small)
+              for (int n = 0; n < NS; ++n) v += double(dys[std::size_t(m) * NS + n]) * ws[std::size_t(n) * K + k];
+            else
+              v = src[std::size_t(m) * K + k];
+            const double h = act[std::size_t(m) * K + k];
+            if (!(h > 0.0)) v = 0.0;
+            worst_dz = std::max(worst_dz, std::abs(v - dz(m, k)));
+            ref_db[k] += v;
+            for (int n = 0; n < NS; ++n) ref_dw[std::size_t(n) * K + k] += double(dys[std::size_t(m) * NS + n]) * h;
+          }
+        for (int k = 0; k < K; ++k) {
+          worst_db = std::max(worst_db, std::abs(ref_db[k] - db(k)));
+          if (small)
+            for (int n = 0; n < NS; ++n) worst_dw = std::max(worst_dw, std::abs(ref_dw[std::size_t(n) * K + k] - dw(n, k)));
+        }
+        INFO("launch " << rep);
+        CHECK(worst_dz < tolerance);
+        // float32 sums of 301 terms of size <= 1 (worst-case rounding ~n eps max partial sum).
+        CHECK(worst_db < tolerance * 10);
+        CHECK(worst_dw < tolerance * 10);
+        const auto tickets = foxrl::test::to_host(space, scratch.tickets);
+        for (std::size_t t = 0; t < tickets.extent(0); ++t) CHECK(tickets(t) == 0u);
+      }
+    }
+  }
+
+  foxrl::kernels::small_dense_forward(space, foxrl::ConstMatrix<Mem>(SRC), foxrl::ConstMatrix<Mem>(WS),
+                                      foxrl::ConstVector<Mem>(BS), foxrl::MutableMatrix<Mem>(Y));
+  const auto y = foxrl::test::to_host(space, Y);
+  double worst = 0.0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < NS; ++n) {
+      double ref = bs[n];
+      for (int k = 0; k < K; ++k) ref += double(src[std::size_t(m) * K + k]) * ws[std::size_t(n) * K + k];
+      worst = std::max(worst, std::abs(ref - y(m, n)));
+    }
+  CHECK(worst < tolerance);
+}
+
+TEMPLATE_TEST_CASE("gradient_sq_norm over several teams matches a float64 sum", "[dense][norm]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const std::size_t n = 20011;
+  const int teams = foxrl::kernels::gradient_norm_teams<Exec>(n);
+  REQUIRE(teams > 1);
+  const auto g = random_values(n, 31);
+  auto grads = foxrl::test::to_device(space, g);
+  Kokkos::View<float*, Mem> metrics("foxrl::test::metrics", foxrl::LearnerMetrics::count);
+  const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", std::size_t(teams), 1);
+  double ref = 0.0;
+  for (const float x : g) ref += double(x) * x;
+  for (int rep = 0; rep < 2; ++rep) {
+    Kokkos::deep_copy(space, metrics, 0.0f);
+    foxrl::kernels::gradient_sq_norm(space, grads, metrics, scratch);
+    const auto mh = foxrl::test::to_host(space, metrics);
+    INFO("launch " << rep);
+    CHECK(mh(foxrl::LearnerMetrics::grad_sq) == Approx(ref).epsilon(1e-5));
   }
 }

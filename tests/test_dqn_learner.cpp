@@ -228,6 +228,63 @@ TEMPLATE_TEST_CASE("update: loss, targets and gradients match the float64 refere
   }
 }
 
+TEMPLATE_TEST_CASE("a large-batch update (several loss teams and row chunks) matches the float64 reference",
+                   "[learner][grad]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const int B = 300;  // more rows than one team of the loss and one chunk of relu_backward on every backend
+  const auto batch = foxrl::test::random_batch(B, 5, 3, 17);
+  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+    auto config = small_config(backend);
+    config.max_batch = B;
+    foxrl::DqnLearner<Exec> learner(space, config);
+    const auto& layout = learner.layout();
+    foxrl::kernels::init_weights(space, learner.weights().target, layout, 98, foxrl::InitScheme::torch_default);
+    const auto online = flat_host(space, learner.weights().online);
+    const auto target = flat_host(space, learner.weights().target);
+    const auto device_batch = to_device(space, batch);
+    const auto net = ref_net(layout, online);
+    const auto tnet = ref_net(layout, target);
+    const auto ref = foxrl::test::ref_loss(net, tnet, batch, foxrl::LossKind::huber);
+    // The first update against central differences; a second one against
+    // the reference at the updated weights (it must not see tickets left
+    // over by the first).
+    learner.update(space, device_batch);
+    const auto metrics = foxrl::test::to_host(space, learner.metrics());
+    const auto grads = flat_host(space, learner.weights().grads);
+    // Central differences of the float64 loss, as in the small-batch test.
+    double worst = 0.0, scale = 0.0, norm_sq = 0.0;
+    const double h = 1e-6;
+    for (std::size_t k = 0; k < layout.total; ++k) {
+      if (is_padding(layout, k)) continue;
+      RefNet plus = net, minus = net;
+      plus.p[k] += h;
+      minus.p[k] -= h;
+      const double fd = (foxrl::test::ref_loss(plus, tnet, batch, foxrl::LossKind::huber).loss -
+                         foxrl::test::ref_loss(minus, tnet, batch, foxrl::LossKind::huber).loss) /
+                        (2 * h);
+      worst = std::max(worst, std::abs(fd - grads[k]));
+      scale = std::max(scale, std::abs(fd));
+      norm_sq += fd * fd;
+    }
+    INFO("backend " << foxrl::to_string(backend));
+    CHECK(metrics(foxrl::LearnerMetrics::loss) == Approx(ref.loss).epsilon(1e-5));
+    CHECK(metrics(foxrl::LearnerMetrics::mean_q) == Approx(ref.mean_q).epsilon(1e-5).margin(1e-6));
+    CHECK(metrics(foxrl::LearnerMetrics::mean_abs_td) == Approx(ref.mean_abs_td).epsilon(1e-5));
+    CHECK(worst <= 1e-5 * scale);
+    CHECK(metrics(foxrl::LearnerMetrics::grad_norm) == Approx(std::sqrt(norm_sq)).epsilon(1e-4));
+
+    const auto online_after_one = flat_host(space, learner.weights().online);
+    const auto net1 = ref_net(layout, online_after_one);
+    const auto ref1 = foxrl::test::ref_loss(net1, tnet, batch, foxrl::LossKind::huber);
+    learner.update(space, device_batch);
+    const auto metrics2 = foxrl::test::to_host(space, learner.metrics());
+    CHECK(metrics2(foxrl::LearnerMetrics::loss) == Approx(ref1.loss).epsilon(1e-5));
+    CHECK(metrics2(foxrl::LearnerMetrics::mean_abs_td) == Approx(ref1.mean_abs_td).epsilon(1e-5));
+  }
+}
+
 TEMPLATE_TEST_CASE("Adam with clipping and weight decay matches a float64 reference", "[learner][adam]",
                         FOXRL_TEST_SPACES) {
   using Exec = TestType;

@@ -1,0 +1,62 @@
+#pragma once
+// Deterministic multi-team reductions in one launch: every team writes its
+// partial results to a device buffer, takes a ticket, and the team that
+// arrives last sums all partials in team order. The result does not depend
+// on scheduling (unlike float atomics), and no second launch is needed.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace foxrl {
+namespace kernels {
+
+/// Device scratch for the single-launch reductions: float partials and
+/// ticket counters. Every kernel leaves the tickets it used at zero, so
+/// launches on one instance can share one ReduceScratch.
+template <class MemorySpace>
+struct ReduceScratch {
+  Kokkos::View<float*, MemorySpace> partials;
+  Kokkos::View<unsigned*, MemorySpace> tickets;  ///< zero between launches
+
+  ReduceScratch() = default;
+
+  template <class ExecSpace>
+  ReduceScratch(const ExecSpace& space, const std::string& label, std::size_t partial_floats, std::size_t ticket_count)
+      : partials(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::partials"), partial_floats),
+        tickets(Kokkos::view_alloc(space, label + "::tickets"), ticket_count) {}
+
+  bool holds(std::size_t partial_floats, std::size_t ticket_count) const {
+    return partials.extent(0) >= partial_floats && tickets.extent(0) >= ticket_count;
+  }
+};
+
+/// Called by every thread of a team after it wrote its share of the team's
+/// partials; true (in every thread of that team) for exactly one team per
+/// ticket: the last of `teams` to arrive, which may then read every team's
+/// partials (through read_partial). Resets the ticket for the next launch.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool arrive_last(const Member& team, unsigned* ticket, unsigned teams) {
+  // Each writer publishes its partials device-wide before the team votes.
+  Kokkos::memory_fence();
+  team.team_barrier();
+  int last = 0;
+  if (team.team_rank() == 0) {
+    const unsigned before = Kokkos::atomic_fetch_add(ticket, 1u);
+    last = before + 1 == teams ? 1 : 0;
+    if (last) *ticket = 0u;
+  }
+  team.team_broadcast(last, 0);
+  if (last) Kokkos::memory_fence();
+  return last != 0;
+}
+
+/// A partial written by another team of the same launch (volatile: never a
+/// stale cached copy).
+KOKKOS_INLINE_FUNCTION float read_partial(const float* p, std::size_t i) {
+  return static_cast<const volatile float*>(p)[i];
+}
+
+}  // namespace kernels
+}  // namespace foxrl

@@ -19,4 +19,4 @@ nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 cmake --preset "$preset" -DCMAKE_CUDA_COMPILER="$nvcc_path" 2>&1 | tee "$logs/configure.log" | tail -3
 cmake --build --preset "$preset" -j "$(nproc)" 2>&1 | tee "$logs/build.log" | grep -E "error|warning: " | head -40 || true
 set -o pipefail
-ctest --preset "$preset" -j 4 2>&1 | tee "$logs/ctest.log" | tail -25
+ctest --preset "$preset" -j 4 ${CTEST_ARGS:-} 2>&1 | tee "$logs/ctest.log" | tail -25

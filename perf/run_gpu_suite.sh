@@ -24,6 +24,11 @@ for cfg in market-throughput cartpole-throughput; do
     2> "$out/pipeline_$cfg.err" || echo "pipeline $cfg failed ($?)"
 done
 grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-260
+# CartPole-v1 learning (the CI test's config) on this backend, with its wall time.
+start=$(date +%s.%N)
+timeout 300 "$bin/foxrl" train --config perf/configs/cartpole-learn.json --set out_dir="$out/cartpole-learn" \
+  > "$out/cartpole_learn.txt" 2>&1 || echo "cartpole learn failed ($?)"
+echo "cartpole-learn wall $(echo "$(date +%s.%N) - $start" | bc) s"; grep -E "solved|Epoch" "$out/cartpole_learn.txt" | tail -2
 # The acceptance epoch: 10,000 iterations of the market-throughput config.
 timeout 300 "$bin/foxrl" train --config perf/configs/market-throughput.json --set out_dir="$out/market-epoch" \
   > "$out/market_epoch.txt" 2>&1 || echo "market epoch failed ($?)"

@@ -1,42 +1,76 @@
 #!/usr/bin/env bash
 # The GPU benchmark suite: builds the cuda-sm90 preset (unless BUILD=0), runs
-# the tests, every benchmark, the market-throughput epoch of `foxrl train`,
-# and (when ANCHORS points at the peers' programs) the PyTorch and JAX peers
-# on the same machine in the same call. Results go to $1 (JSON lines + logs).
-#   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR
+# the tests, every benchmark, CartPole learning, the market-throughput epoch
+# of `foxrl train`, the real-data runs (when DATA points at the CSVs) and the
+# PyTorch and JAX peers (when ANCHORS points at their programs) on the same
+# machine in the same call.
+#   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
+# STAGES is a comma list out of build,tests,bench,learn,epoch,data,peers
+# (default: all). OUTDIR receives summary.txt, benchmarks.jsonl and one
+# logs.tgz holding every log, so that a transfer limited to a few files
+# brings everything back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: perf/run_gpu_suite.sh OUTDIR}"
+out="${1:?usage: perf/run_gpu_suite.sh OUTDIR [STAGES]}"
+stages=",${2:-build,tests,bench,learn,epoch,data,peers},"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+logs="$(mktemp -d)"
 preset="${PRESET:-cuda-sm90}"
 bin="build/$preset"
-if [ "${BUILD:-1}" = 1 ]; then
-  bash ci/gpu-build-and-test.sh "$preset" "$out" > "$out/tests.txt" 2>&1
-  grep -E "tests passed|\*\*\*Failed|Failed  " "$out/tests.txt" | head -20
+summary="$out/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+want() { [[ "$stages" == *",$1,"* ]]; }
+seconds_since() { python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$1"; }
+finish() { tar czf "$out/logs.tgz" -C "$logs" . ; rm -rf "$logs"; }
+trap finish EXIT
+
+if want build; then
+  t0=$(date +%s.%N)
+  TEST_STAGE=$(want tests && echo 1 || echo 0) bash ci/gpu-build-and-test.sh "$preset" "$logs" > "$logs/build-and-test.txt" 2>&1
+  note "build-and-test rc=$? in $(seconds_since "$t0") s"
+  grep -E "error|tests passed|\*\*\*Failed|Failed  |Exception" "$logs/build-and-test.txt" | head -40 | tee -a "$summary"
 fi
 bench="$out/benchmarks.jsonl"
-: > "$bench"
-for b in update replay envs; do
-  timeout 300 "$bin/perf/foxrl_bench_$b" >> "$bench" 2> "$out/bench_$b.err" || echo "bench_$b failed ($?)"
-done
-for cfg in market-throughput cartpole-throughput; do
-  timeout 300 "$bin/perf/foxrl_bench_pipeline" --config "perf/configs/$cfg.json" --label "$cfg" >> "$bench" \
-    2> "$out/pipeline_$cfg.err" || echo "pipeline $cfg failed ($?)"
-done
-grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-260
-# CartPole-v1 learning (the CI test's config) on this backend, with its wall time.
-start=$(date +%s.%N)
-timeout 300 "$bin/foxrl" train --config perf/configs/cartpole-learn.json --set out_dir="$out/cartpole-learn" \
-  > "$out/cartpole_learn.txt" 2>&1 || echo "cartpole learn failed ($?)"
-echo "cartpole-learn wall $(echo "$(date +%s.%N) - $start" | bc) s"; grep -E "solved|Epoch" "$out/cartpole_learn.txt" | tail -2
-# The acceptance epoch: 10,000 iterations of the market-throughput config.
-timeout 300 "$bin/foxrl" train --config perf/configs/market-throughput.json --set out_dir="$out/market-epoch" \
-  > "$out/market_epoch.txt" 2>&1 || echo "market epoch failed ($?)"
-grep -E "collected|Epoch" "$out/market_epoch.txt"
-if [ -n "${ANCHORS:-}" ] && [ -d "$ANCHORS" ]; then
+if want bench; then
+  : > "$bench"
+  for b in update replay envs; do
+    timeout 300 "$bin/perf/foxrl_bench_$b" >> "$bench" 2> "$logs/bench_$b.err" || note "bench_$b failed ($?)"
+  done
+  for cfg in market-throughput cartpole-throughput; do
+    timeout 300 "$bin/perf/foxrl_bench_pipeline" --config "perf/configs/$cfg.json" --label "$cfg" >> "$bench" \
+      2> "$logs/pipeline_$cfg.err" || note "pipeline $cfg failed ($?)"
+  done
+  grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-300 | tee -a "$summary"
+fi
+if want learn; then
+  # CartPole-v1 learning (the CI test's config) on this backend, with its wall time.
+  t0=$(date +%s.%N)
+  timeout 300 "$bin/foxrl" train --config perf/configs/cartpole-learn.json --set out_dir="$logs/cartpole-learn" \
+    > "$logs/cartpole_learn.txt" 2>&1 || note "cartpole learn failed ($?)"
+  note "cartpole-learn wall $(seconds_since "$t0") s"
+  grep -E "solved|Epoch|collected" "$logs/cartpole_learn.txt" | tail -3 | tee -a "$summary"
+fi
+if want epoch; then
+  # The acceptance epoch: 10,000 iterations of the market-throughput config.
+  timeout 300 "$bin/foxrl" train --config perf/configs/market-throughput.json --set out_dir="$logs/market-epoch" \
+    > "$logs/market_epoch.txt" 2>&1 || note "market epoch failed ($?)"
+  grep -E "collected|Epoch|launches" "$logs/market_epoch.txt" | tee -a "$summary"
+fi
+if want data && [ -n "${DATA:-}" ] && [ -d "$DATA" ]; then
+  for run in sp500 eurusd; do
+    t0=$(date +%s.%N)
+    timeout 300 "$bin/foxrl" train --config "perf/configs/$run.json" --set data="$DATA/$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['data'].split('/')[-1])" "perf/configs/$run.json")" \
+      --set out_dir="$logs/$run" > "$logs/$run.txt" 2>&1 || note "$run failed ($?)"
+    note "$run wall $(seconds_since "$t0") s"
+    sed -n '/Evaluation/,$p' "$logs/$run.txt" | head -12 | tee -a "$summary"
+  done
+fi
+if want peers && [ -n "${ANCHORS:-}" ] && [ -d "$ANCHORS" ]; then
   (cd "$ANCHORS/.." && for cfg in market-throughput cartpole-throughput; do
-     timeout 240 python3 anchors/jax_dqn.py --config "$cfg" --results "$out/anchors.jsonl" > "$out/anchors_$cfg.log" 2>&1
-     timeout 240 python3 anchors/torch_dqn.py --config "$cfg" --mode graph --results "$out/anchors.jsonl" >> "$out/anchors_$cfg.log" 2>&1
+     timeout 240 python3 anchors/jax_dqn.py --config "$cfg" --results "$out/anchors.jsonl" > "$logs/anchors_jax_$cfg.log" 2>&1
+     timeout 240 python3 anchors/torch_dqn.py --config "$cfg" --mode graph --results "$out/anchors.jsonl" > "$logs/anchors_torch_$cfg.log" 2>&1
    done
-   python3 anchors/report.py "$out/anchors.jsonl" > "$out/anchors_table.txt" 2>&1; cat "$out/anchors_table.txt")
+   python3 anchors/report.py "$out/anchors.jsonl" 2>&1 | tee -a "$summary")
 fi

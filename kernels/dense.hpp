@@ -410,7 +410,7 @@ struct ReluBackwardFunctor {
 /// Floats and tickets of ReduceScratch that relu_backward needs to split
 /// `rows` into chunks for `cols` columns and `values` sums per column.
 template <class ExecSpace>
-std::pair<std::size_t, std::size_t> relu_backward_scratch(int rows, int cols, int values) {
+ScratchNeed relu_backward_scratch(int rows, int cols, int values) {
   using F = ReluBackwardFunctor<ExecSpace>;
   const int chunks = (rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
   const int tiles = (cols + F::tile_cols - 1) / F::tile_cols;
@@ -435,7 +435,7 @@ void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
   f.col_tiles = (args.cols + F::tile_cols - 1) / F::tile_cols;
   const int chunks = (args.rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
   const auto need = relu_backward_scratch<ExecSpace>(args.rows, args.cols, f.values);
-  if (f.values == 0 || chunks == 1 || !scratch.holds(need.first, need.second)) {
+  if (f.values == 0 || chunks == 1 || !scratch.holds(need)) {
     f.row_chunks = f.values == 0 ? chunks : 1;
   } else {
     f.row_chunks = chunks;

@@ -194,7 +194,7 @@ struct DqnLossFunctor {
 /// Floats and tickets of ReduceScratch that dqn_loss needs to spread
 /// `batch` rows of a head with `head_outputs` columns over several teams.
 template <class ExecSpace>
-std::pair<std::size_t, std::size_t> dqn_loss_scratch(int batch, int head_outputs) {
+ScratchNeed dqn_loss_scratch(int batch, int head_outputs) {
   const int teams = (batch + DqnLossTiling<ExecSpace>::rows_per_team - 1) / DqnLossTiling<ExecSpace>::rows_per_team;
   return {std::size_t(teams) * std::size_t(DqnLossFunctor<ExecSpace>::base_sums + head_outputs), 1};
 }
@@ -216,7 +216,7 @@ void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memo
   }
   const auto need = dqn_loss_scratch<ExecSpace>(f.batch, f.num_actions + 1);
   const int teams = (f.batch + T::rows_per_team - 1) / T::rows_per_team;
-  const bool split = teams > 1 && args.scratch.holds(need.first, need.second);
+  const bool split = teams > 1 && args.scratch.holds(need);
   f.rows_per_team = split ? T::rows_per_team : f.batch;
   typename F::policy_type policy(space, split ? teams : 1, split ? T::team_size : (T::team_size > 1 ? 512 : 1));
   Kokkos::parallel_for("foxrl::kernels::dqn_loss",

@@ -12,6 +12,14 @@
 namespace foxrl {
 namespace kernels {
 
+/// What a single-launch reduction needs of a ReduceScratch. (A named struct
+/// rather than std::pair: nvcc with GCC 13 rejects std::pair<std::size_t,
+/// std::size_t> as the return type of these function templates.)
+struct ScratchNeed {
+  std::size_t floats = 0;   ///< float partials
+  std::size_t tickets = 0;  ///< ticket counters
+};
+
 /// Device scratch for the single-launch reductions: float partials and
 /// ticket counters. Every kernel leaves the tickets it used at zero, so
 /// launches on one instance can share one ReduceScratch.
@@ -27,6 +35,7 @@ struct ReduceScratch {
       : partials(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::partials"), partial_floats),
         tickets(Kokkos::view_alloc(space, label + "::tickets"), ticket_count) {}
 
+  bool holds(const ScratchNeed& need) const { return holds(need.floats, need.tickets); }
   bool holds(std::size_t partial_floats, std::size_t ticket_count) const {
     return partials.extent(0) >= partial_floats && tickets.extent(0) >= ticket_count;
   }

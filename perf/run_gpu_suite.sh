@@ -5,8 +5,8 @@
 # PyTorch and JAX peers (when ANCHORS points at their programs) on the same
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
-# STAGES is a comma list out of build,tests,bench,learn,epoch,data,peers
-# (default: all). OUTDIR receives summary.txt, benchmarks.jsonl and one
+# STAGES is a comma list out of build,tests,bench,profile,learn,epoch,data,
+# peers (default: all but profile). OUTDIR receives summary.txt, benchmarks.jsonl and one
 # logs.tgz holding every log, so that a transfer limited to a few files
 # brings everything back.
 set -uo pipefail
@@ -43,6 +43,29 @@ if want bench; then
       2> "$logs/pipeline_$cfg.err" || note "pipeline $cfg failed ($?)"
   done
   grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-300 | tee -a "$summary"
+fi
+if want profile; then
+  # Per-kernel GPU time of the replay and update benchmarks (nsys when the
+  # machine has it, else ncu over the first launches).
+  for b in replay update; do
+    if command -v nsys > /dev/null; then
+      nsys profile -o "$logs/nsys_$b" --force-overwrite true --stats=false "$bin/perf/foxrl_bench_$b" > /dev/null 2>&1
+      nsys stats -r cuda_gpu_kern_sum -f csv -o "$logs/kern_$b" "$logs/nsys_$b.nsys-rep" > /dev/null 2>&1
+      python3 - "$logs/kern_${b}_cuda_gpu_kern_sum.csv" <<'PY' | tee -a "$summary"
+import csv, sys
+try:
+    rows = list(csv.DictReader(open(sys.argv[1])))
+    for r in rows[:14]:
+        name = r['Name']; i = max(name.find('foxrl::'), 0)
+        print(f"{name[i:i+110]:110s} n={r['Instances']:>6s} med={float(r['Med (ns)'])/1e3:8.2f} us avg={float(r['Avg (ns)'])/1e3:8.2f} us")
+except Exception as e:
+    print("kernel summary unreadable:", e)
+PY
+    elif command -v ncu > /dev/null; then
+      ncu --metrics gpu__time_duration.sum --csv -c 150 "$bin/perf/foxrl_bench_$b" > "$logs/ncu_$b.csv" 2>&1
+      note "ncu_$b: $(grep -c gpu__time_duration "$logs/ncu_$b.csv") kernels"
+    fi
+  done
 fi
 if want learn; then
   # CartPole-v1 learning (the CI test's config) on this backend, with its wall time.

@@ -126,8 +126,8 @@ class DqnLearner {
       const auto loss = kernels::dqn_loss_scratch<ExecSpace>(B, layout_.head_outputs());
       const std::size_t norm = std::size_t(kernels::gradient_norm_teams<ExecSpace>(layout_.total));
       reduce_ = kernels::ReduceScratch<memory_space>(space, "foxrl::DqnLearner::reduce",
-                                                     std::max({relu.first, loss.first, norm}),
-                                                     std::max<std::size_t>(relu.second, 1));
+                                                     std::max({relu.floats, loss.floats, norm}),
+                                                     std::max<std::size_t>(relu.tickets, 1));
     }
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), config_.max_batch);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);

@@ -178,7 +178,7 @@ TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over sev
       Y("foxrl::test::Y", M, NS);
   Kokkos::View<float*, Mem> DB("foxrl::test::DB", K);
   const auto need = foxrl::kernels::relu_backward_scratch<Exec>(M, K, 1 + NS);
-  const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.first, need.second);
+  const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
 
   for (const bool small : {false, true}) {
     DYNAMIC_SECTION((small ? "dX from the small product" : "dX given")) {

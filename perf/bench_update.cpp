@@ -5,7 +5,7 @@
 // back with one fence at the end ("dqn_update_pipelined": what a training
 // loop that never waits sees), and kernel launches per update.
 //
-//   foxrl_bench_update [--quick] [--repeats N] [--export-checkpoint DIR]
+//   foxrl_bench_update [--quick] [--repeats N] [--dense portable|blas|both] [--export-checkpoint DIR]
 //
 // --quick: a small network and batch so the host run takes well under a
 // second. --export-checkpoint DIR: after the measurements, writes
@@ -39,6 +39,7 @@ struct Options {
   bool quick = false;
   int repeats = 50;
   std::string export_dir;
+  std::string dense = "both";  ///< portable, blas or both
 };
 
 Options parse(int argc, char** argv) {
@@ -48,8 +49,13 @@ Options parse(int argc, char** argv) {
     if (a == "--quick") o.quick = true;
     else if (a == "--repeats" && i + 1 < argc) o.repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--export-checkpoint" && i + 1 < argc) o.export_dir = argv[++i];
+    else if (a == "--dense" && i + 1 < argc && (std::string(argv[i + 1]) == "portable" ||
+                                                std::string(argv[i + 1]) == "blas" ||
+                                                std::string(argv[i + 1]) == "both"))
+      o.dense = argv[++i];
     else {
-      std::cerr << "usage: " << argv[0] << " [--quick] [--repeats N] [--export-checkpoint DIR]\n";
+      std::cerr << "usage: " << argv[0]
+                << " [--quick] [--repeats N] [--dense portable|blas|both] [--export-checkpoint DIR]\n";
       std::exit(2);
     }
   }
@@ -116,6 +122,7 @@ int main(int argc, char** argv) {
                                             [](int i) { return std::int64_t(i); });
 
     for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+      if (opt.dense != "both" && opt.dense != foxrl::to_string(backend)) continue;
       cfg.dense_backend = backend;
       foxrl::DqnLearner<Exec> learner(space, cfg);
       for (int i = 0; i < 3; ++i) learner.update(space, batch);  // warm-up

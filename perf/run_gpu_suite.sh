@@ -45,27 +45,16 @@ if want bench; then
   grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-300 | tee -a "$summary"
 fi
 if want profile; then
-  # Per-kernel GPU time of the replay and update benchmarks (nsys when the
-  # machine has it, else ncu over the first launches).
-  for b in replay update; do
-    if command -v nsys > /dev/null; then
-      nsys profile -o "$logs/nsys_$b" --force-overwrite true --stats=false "$bin/perf/foxrl_bench_$b" > /dev/null 2>&1
-      nsys stats -r cuda_gpu_kern_sum -f csv -o "$logs/kern_$b" "$logs/nsys_$b.nsys-rep" > /dev/null 2>&1
-      python3 - "$logs/kern_${b}_cuda_gpu_kern_sum.csv" <<'PY' | tee -a "$summary"
-import csv, sys
-try:
-    rows = list(csv.DictReader(open(sys.argv[1])))
-    for r in rows[:14]:
-        name = r['Name']; i = max(name.find('foxrl::'), 0)
-        print(f"{name[i:i+110]:110s} n={r['Instances']:>6s} med={float(r['Med (ns)'])/1e3:8.2f} us avg={float(r['Avg (ns)'])/1e3:8.2f} us")
-except Exception as e:
-    print("kernel summary unreadable:", e)
-PY
-    elif command -v ncu > /dev/null; then
-      ncu --metrics gpu__time_duration.sum --csv -c 150 "$bin/perf/foxrl_bench_$b" > "$logs/ncu_$b.csv" 2>&1
-      note "ncu_$b: $(grep -c gpu__time_duration "$logs/ncu_$b.csv") kernels"
-    fi
-  done
+  # Per-kernel GPU time (ncu, clocks left as they are) of one blas update,
+  # of two market-throughput pipeline iterations, and of replay sample and
+  # priority update; summarised by perf/ncu_summary.py.
+  prof() { local name="$1"; shift; ncu --clock-control none --metrics gpu__time_duration.sum --csv "$@" \
+             > "$logs/ncu_$name.csv" 2> "$logs/ncu_$name.err"; python3 perf/ncu_summary.py "$logs/ncu_$name.csv" "$name" | tee -a "$summary"; }
+  prof update --launch-skip 150 --launch-count 30 "$bin/perf/foxrl_bench_update" --dense blas --repeats 20
+  prof pipeline --launch-skip 2500 --launch-count 120 "$bin/perf/foxrl_bench_pipeline" \
+    --config perf/configs/market-throughput.json --iterations 60 --repeats 1
+  prof replay --kernel-name-base demangled -k 'regex:ReplaySample|ReplayUpdate|ReplayGather' --launch-skip 20 \
+    --launch-count 6 "$bin/perf/foxrl_bench_replay"
 fi
 if want learn; then
   # CartPole-v1 learning (the CI test's config) on this backend, with its wall time.

@@ -239,20 +239,25 @@ inline std::string dims(std::size_t r, std::size_t c) {
 }  // namespace detail
 
 /// y = act(y + bias) over a row-major [M, N] matrix: one flat launch, one
-/// thread per element (the gemm epilogue of the blas backend).
+/// thread per element (the gemm epilogue of the blas backend). 32-bit
+/// indices: a 64-bit modulo per element costs more than the memory traffic.
 template <class ExecSpace, class MemorySpace>
 void bias_activation(const ExecSpace& space, const MutableMatrix<MemorySpace>& y, const ConstVector<MemorySpace>& bias,
                      bool relu) {
-  const std::size_t N = y.extent(1);
-  const std::size_t total = y.extent(0) * N;
+  const std::size_t cols = y.extent(1);
+  const std::size_t total = y.extent(0) * cols;
   if (total == 0) return;
-  if (y.stride(0) != N || bias.extent(0) != N)
+  if (y.stride(0) != cols || bias.extent(0) != cols)
     throw Error("foxrl::kernels::bias_activation: y must be contiguous [M, N] and bias [N]");
+  if (total > std::size_t(2147483647))
+    throw Error("foxrl::kernels::bias_activation: more than 2^31 - 1 elements");
   float* out = y.data();
   const float* b = bias.data();
+  const int N = static_cast<int>(cols);
   Kokkos::parallel_for(
-      "foxrl::kernels::bias_activation", Kokkos::RangePolicy<ExecSpace>(space, 0, total),
-      KOKKOS_LAMBDA(std::size_t i) {
+      "foxrl::kernels::bias_activation",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, static_cast<int>(total)),
+      KOKKOS_LAMBDA(int i) {
         const float v = out[i] + b[i % N];
         out[i] = relu && !(v > 0.0f) ? 0.0f : v;
       });
@@ -448,10 +453,42 @@ void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
                        policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::scratch_floats(f.values))), f);
 }
 
+namespace detail {
+/// Per-lane partial dot products of up to `capacity` outputs: the value type
+/// of small_dense_forward's vector reduction, so that one pass over a row of
+/// X feeds every output (X is read once, not once per output).
+struct SmallDot {
+  static constexpr int capacity = 8;
+  float v[capacity];
+  KOKKOS_INLINE_FUNCTION SmallDot() {
+    for (int i = 0; i < capacity; ++i) v[i] = 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION SmallDot& operator+=(const SmallDot& o) {
+    for (int i = 0; i < capacity; ++i) v[i] += o.v[i];
+    return *this;
+  }
+};
+}  // namespace detail
+}  // namespace kernels
+}  // namespace foxrl
+
+namespace Kokkos {
+template <>
+struct reduction_identity<foxrl::kernels::detail::SmallDot> {
+  KOKKOS_FORCEINLINE_FUNCTION static foxrl::kernels::detail::SmallDot sum() {
+    return foxrl::kernels::detail::SmallDot();
+  }
+};
+}  // namespace Kokkos
+
+namespace foxrl {
+namespace kernels {
+
 /// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
 /// head): one row per thread (a 32-lane vector on GPUs, reading X's row
-/// once, coalesced), N dot products of length K, bias fused. Replaces a
-/// split-K gemm plus its reduction and an epilogue launch.
+/// once, coalesced), up to SmallDot::capacity dot products of length K per
+/// pass accumulated side by side, bias fused. Replaces a split-K gemm plus
+/// its reduction and an epilogue launch.
 template <class ExecSpace, class MemorySpace>
 void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>& x, const ConstMatrix<MemorySpace>& w,
                          const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
@@ -465,21 +502,32 @@ void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>&
                        "X " + detail::dims(x.extent(0), x.extent(1)) + ", W " + detail::dims(N, K) + ", Y " +
                            detail::dims(y.extent(0), y.extent(1)));
   if (M == 0 || N == 0) return;
-  const int rows_per_team = host ? 1 : 4;
+  // GPUs: 8 rows (warps) per team of 256 threads, enough teams to fill the
+  // machine at a few thousand rows.
+  const int rows_per_team = host ? 1 : 8;
   const int vector = host ? 1 : 32;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
   using member_type = typename policy_type::member_type;
+  using detail::SmallDot;
   Kokkos::parallel_for(
       "foxrl::kernels::small_dense_forward",
       policy_type(space, (M + rows_per_team - 1) / rows_per_team, rows_per_team, vector),
       KOKKOS_LAMBDA(const member_type& team) {
         const int m = team.league_rank() * team.team_size() + team.team_rank();
         if (m >= M) return;
-        for (int n = 0; n < N; ++n) {
-          float s = 0.0f;
+        for (int n0 = 0; n0 < N; n0 += SmallDot::capacity) {
+          const int outputs = N - n0 < SmallDot::capacity ? N - n0 : SmallDot::capacity;
+          SmallDot dot;
           Kokkos::parallel_reduce(
-              Kokkos::ThreadVectorRange(team, K), [&](int k, float& acc) { acc += x(m, k) * w(n, k); }, s);
-          Kokkos::single(Kokkos::PerThread(team), [&]() { y(m, n) = s + bias(n); });
+              Kokkos::ThreadVectorRange(team, K),
+              [&](int k, SmallDot& acc) {
+                const float xk = x(m, k);
+                for (int j = 0; j < outputs; ++j) acc.v[j] += xk * w(n0 + j, k);
+              },
+              dot);
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            for (int j = 0; j < outputs; ++j) y(m, n0 + j) = dot.v[j] + bias(n0 + j);
+          });
         }
       });
 }

@@ -18,6 +18,27 @@
 #include <string>
 #include <vector>
 
+namespace foxrl::detail {
+/// Sums of x - shift and (x - shift)^2: the value type of the normaliser's
+/// one-pass team reduction.
+struct ShiftedSums {
+  double s1 = 0.0;
+  double s2 = 0.0;
+  KOKKOS_INLINE_FUNCTION ShiftedSums& operator+=(const ShiftedSums& o) {
+    s1 += o.s1;
+    s2 += o.s2;
+    return *this;
+  }
+};
+}  // namespace foxrl::detail
+
+namespace Kokkos {
+template <>
+struct reduction_identity<foxrl::detail::ShiftedSums> {
+  KOKKOS_FORCEINLINE_FUNCTION static foxrl::detail::ShiftedSums sum() { return foxrl::detail::ShiftedSums(); }
+};
+}  // namespace Kokkos
+
 namespace foxrl {
 
 struct SignalAdapterConfig {
@@ -80,25 +101,30 @@ class SignalAdapter {
     if (n == 0) return;
     using policy = Kokkos::TeamPolicy<ExecSpace>;
     using member = typename policy::member_type;
+    constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+    // One pass over the batch: sums of x - shift and (x - shift)^2 with the
+    // running mean as the shift (in double), which keeps the batch M2 free
+    // of cancellation without a second pass over the rows.
     Kokkos::parallel_for(
-        "foxrl::SignalAdapter::update", policy(space, dim_, Kokkos::AUTO),
+        "foxrl::SignalAdapter::update", policy(space, dim_, host ? 1 : 256),
         KOKKOS_LAMBDA(const member& team) {
           const int d = team.league_rank();
-          double sum = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, n), [&](int i, double& acc) { acc += raw(i, d); }, sum);
-          const double batch_mean = sum / n;
-          double batch_m2 = 0;
+          const double shift = mean(d);
+          detail::ShiftedSums sums;
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, n),
-              [&](int i, double& acc) {
-                const double dx = raw(i, d) - batch_mean;
-                acc += dx * dx;
+              [&](int i, detail::ShiftedSums& acc) {
+                const double dx = static_cast<double>(raw(i, d)) - shift;
+                acc.s1 += dx;
+                acc.s2 += dx * dx;
               },
-              batch_m2);
+              sums);
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
+            const double nb = n;
+            const double batch_mean = shift + sums.s1 / nb;
+            const double batch_m2 = math::fmax(sums.s2 - sums.s1 * sums.s1 / nb, 0.0);
             // Chan et al.: merge (n_a, mean_a, M2_a) with (n_b, mean_b, M2_b).
-            const double na = count(d), nb = n, total = na + nb;
+            const double na = count(d), total = na + nb;
             const double delta = batch_mean - mean(d);
             mean(d) += delta * nb / total;
             m2(d) += batch_m2 + delta * delta * na * nb / total;

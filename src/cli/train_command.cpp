@@ -143,7 +143,9 @@ int run_train(const TrainArgs& args) {
     write_file_atomically(config.out_dir + "/evaluation.json", report.json() + "\n");
     write_file_atomically(config.out_dir + "/equity.svg", report.svg());
   }
-  say("outputs in " + config.out_dir + ": train.log, metrics.jsonl, checkpoint.safetensors + checkpoint.json + trainer_state.safetensors, learning curves" +
+  say("outputs in " + config.out_dir +
+      ": train.log, metrics.jsonl, checkpoint.safetensors + checkpoint.json + trainer_state.safetensors, "
+      "learning curves" +
       std::string(trainer->market() ? ", evaluation.json, equity.svg" : ""));
   return 0;
 }

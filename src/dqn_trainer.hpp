@@ -13,9 +13,11 @@
 #include "experience_collector.hpp"
 #include "market_setup.hpp"
 #include "replay_buffer.hpp"
+#include "resume_check.hpp"
 #include "run_manifest.hpp"
 #include "signal_adapter.hpp"
 #include "train_config.hpp"
+#include "trainer_state.hpp"
 #include "training_log.hpp"
 #include "vector_env.hpp"
 
@@ -169,11 +171,14 @@ class DqnTrainer {
     return r;
   }
 
-  /// Writes `dir`/checkpoint.safetensors (online and target weights, Adam
-  /// state) and `dir`/checkpoint.json (config, counters, normalizer), each
-  /// atomically.
+  /// Writes `dir`/trainer_state.safetensors (what resume() needs besides
+  /// the learner: replay, envs, n-step windows, episode statistics,
+  /// normaliser, counters), `dir`/checkpoint.safetensors (online and target
+  /// weights, Adam state) and `dir`/checkpoint.json (config, counters,
+  /// normalizer), each atomically.
   void save_checkpoint(const std::string& dir) {
     const auto& space = context_.space();
+    save_trainer_state(space, dir + "/" + trainer_state_file, parts(), counters());
     learner_->save(space, dir + "/checkpoint.safetensors");
     RunManifest m;
     m.config = config_;
@@ -185,6 +190,37 @@ class DqnTrainer {
       m.normalizer = adapter_->export_state(space);
     }
     m.write(dir);
+  }
+
+  /// Continues the run checkpointed in `dir` (save_checkpoint's files):
+  /// the next run_epoch() is the one after the saved epoch and gives what
+  /// the uninterrupted run gives (docs/design.md, "Resume"). The saved
+  /// config must match this trainer's but for `epochs` and `out_dir`
+  /// (UsageError naming the key); a missing or damaged file is a
+  /// foxrl::Error naming the file and tensor. On error the trainer is in
+  /// an unspecified state and must be discarded.
+  void resume(const std::string& dir) {
+    const auto& space = context_.space();
+    const RunManifest manifest = RunManifest::read(dir);
+    check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
+    const std::string state_path = dir + "/" + trainer_state_file;
+    const TrainerCounters c = load_trainer_state(space, state_path, parts());
+    learner_->load(space, dir + "/checkpoint.safetensors");
+    // The three files are replaced one after the other: a crash between
+    // two renames leaves files of different epochs.
+    if (c.epoch != manifest.epoch || c.global_step != manifest.global_step || c.updates != manifest.updates ||
+        learner_->updates() != c.updates) {
+      throw Error("foxrl: " + state_path + " (epoch " + std::to_string(c.epoch) + ", " +
+                  std::to_string(c.updates) + " updates), " + dir + "/checkpoint.json (epoch " +
+                  std::to_string(manifest.epoch) + ", " + std::to_string(manifest.updates) + " updates) and " + dir +
+                  "/checkpoint.safetensors (" + std::to_string(learner_->updates()) +
+                  " updates) are not from the same checkpoint");
+    }
+    epoch_ = c.epoch;
+    global_step_ = c.global_step;
+    iteration_ = c.iteration;
+    updates_ = c.updates;
+    experiences_ = c.experiences;
   }
 
   const TrainConfig& config() const { return config_; }
@@ -200,6 +236,9 @@ class DqnTrainer {
   std::int64_t epoch() const { return epoch_; }
 
  private:
+  TrainerParts<ExecSpace> parts() { return {&*env_, &*replay_, &*collector_, adapter_ ? &*adapter_ : nullptr}; }
+  TrainerCounters counters() const { return {epoch_, global_step_, iteration_, updates_, experiences_}; }
+
   float beta() const {
     const double b = config_.per_beta_start +
                      (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /

@@ -65,6 +65,12 @@ class EpisodeStats {
         KOKKOS_LAMBDA(int) { count() += finished_now(); });
   }
 
+  /// The device state (saved and restored on resume): per-env running
+  /// returns, the ring of finished returns, and the finished-episode count.
+  const Kokkos::View<float*, memory_space>& running() const { return running_; }
+  const Kokkos::View<float*, memory_space>& ring() const { return ring_; }
+  const Kokkos::View<std::int64_t, memory_space>& count() const { return count_; }
+
   /// Copies the statistics to the host (fences the instance: once per epoch).
   EpisodeSummary summary(const ExecSpace& space) const {
     auto ring = Kokkos::create_mirror_view(Kokkos::HostSpace(), ring_);

@@ -76,6 +76,7 @@ class ExperienceCollector {
   /// Actions of the last step (for evaluation traces).
   const action_view& actions() const { return actions_; }
   const NStepAccumulator<ExecSpace>& nstep() const { return nstep_; }
+  NStepAccumulator<ExecSpace>& nstep() { return nstep_; }
 
  private:
   VectorEnv<ExecSpace>& env_;

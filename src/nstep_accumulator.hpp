@@ -60,6 +60,10 @@ class NStepAccumulator {
   std::int64_t steps_pushed() const noexcept { return steps_; }
   /// Restart the windows (e.g. after all envs were reset for evaluation).
   void clear() noexcept { steps_ = 0; }
+  /// The window of the last n steps (saved and restored on resume).
+  const kernels::NStepRing<memory_space>& ring() const noexcept { return ring_; }
+  /// Sets the push count after ring() was restored (resume).
+  void restore_steps_pushed(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:
   int n_;

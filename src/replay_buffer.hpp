@@ -151,6 +151,14 @@ class ReplayBuffer {
   std::int64_t inserted() const { return inserted_; }
   /// Calls of sample() so far (the RNG stream of the next call).
   std::uint64_t sample_calls() const { return sample_calls_; }
+  /// Sets the host counters after storage() was restored from a saved
+  /// trainer state (resume): the next insert and sample continue the saved
+  /// run's slots and RNG stream.
+  void restore_counters(std::int64_t inserted, std::uint64_t sample_calls) {
+    if (inserted < 0) throw UsageError("foxrl::ReplayBuffer::restore_counters: negative insert count");
+    inserted_ = inserted;
+    sample_calls_ = sample_calls;
+  }
 
   /// Device bytes of everything that scales with capacity, per transition.
   double bytes_per_transition() const {
@@ -280,8 +288,12 @@ class ReplayBuffer {
     };
     auto& s = storage_;
     // Rows are written before they are read (a slot is read only once it
-    // holds a transition), so the large arrays need no initialisation.
-    s.observations = matrix(uninit("observations"), layout_.obs_rows, D);
+    // holds a transition), so the large arrays need no initialisation. The
+    // observation ring is zeroed all the same: its rows ahead of the write
+    // pointer are saved with the trainer state, and a boundary leaves its
+    // successor row unwritten, so zeros keep saved states a function of the
+    // run alone (one fill at setup).
+    s.observations = matrix(zeroed("observations"), layout_.obs_rows, D);
     s.actions = Kokkos::View<std::int32_t*, memory_space>(uninit("actions"), C);
     s.rewards = vector(uninit("rewards"), C);
     s.discounts = vector(uninit("discounts"), C);

@@ -16,5 +16,7 @@ Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 /// `foxrl infer`: Q-values and greedy actions of a run's policy on a CSV.
 Command add_infer_command(CLI::App& app);
+/// `foxrl collect`: a dataset of transitions for offline training.
+Command add_collect_command(CLI::App& app);
 
 }  // namespace foxrl::cli

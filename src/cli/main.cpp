@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   const auto train = foxrl::cli::add_train_command(app);
   const auto evaluate = foxrl::cli::add_eval_command(app);
   const auto infer = foxrl::cli::add_infer_command(app);
+  const auto collect = foxrl::cli::add_collect_command(app);
 
   foxrl::RolloutOptions rollout;
   std::string initial_state, feature_set = "returns";
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
                 << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
                 << KOKKOS_VERSION % 100 << ")\n";
     }
-    for (const auto& command : {train, evaluate, infer}) {
+    for (const auto& command : {train, evaluate, infer, collect}) {
       if (const int rc = command(); rc >= 0) return rc;
     }
     if (rollout_cmd->parsed()) {

@@ -1,0 +1,213 @@
+// Resume: 1 epoch + checkpoint + resume + 1 epoch is the 2-epoch run, bit
+// for bit (learner checkpoint, trainer state, epoch metrics), on the host
+// backend for CartPole and the market; and a damaged or mismatched run
+// directory is refused with a message naming the file, tensor or key.
+#include "dqn_trainer.hpp"
+#include "error.hpp"
+#include "safetensors.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+using Exec = Kokkos::DefaultHostExecutionSpace;
+using Trainer = foxrl::DqnTrainer<Exec>;
+namespace fs = std::filesystem;
+
+std::string scratch_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("foxrl_resume_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+/// A run small enough for a unit test that still wraps the replay ring,
+/// evicts boundary rows, copies the target and crosses learning_starts in
+/// the first epoch.
+foxrl::TrainConfig tiny_config(const std::string& env, const std::string& out_dir, std::int64_t epochs) {
+  foxrl::TrainConfig c;
+  c.env = env;
+  c.num_envs = 4;
+  c.hidden = {16, 16};
+  c.batch_size = 16;
+  c.buffer_capacity = 96;
+  c.learning_starts = 64;
+  c.iterations_per_epoch = 40;
+  c.target_update_every = 10;
+  c.eps_decay_env_steps = 200;
+  c.per_beta_anneal_updates = 100;
+  c.seed = 7;
+  c.epochs = epochs;
+  c.out_dir = out_dir;
+  if (env == "market") {
+    c.synthetic_bars = 2000;
+    c.episode_length = 30;
+    c.window = 16;
+  }
+  return c;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void check_same_epoch(const foxrl::EpochRecord& a, const foxrl::EpochRecord& b) {
+  // Everything but the wall-clock fields (seconds and the rates).
+  CHECK(a.epoch == b.epoch);
+  CHECK(a.env_steps == b.env_steps);
+  CHECK(a.experiences == b.experiences);
+  CHECK(a.updates == b.updates);
+  CHECK(a.loss == b.loss);
+  CHECK(a.mean_q == b.mean_q);
+  CHECK(a.td_error == b.td_error);
+  CHECK(a.grad_norm == b.grad_norm);
+  CHECK(a.epsilon == b.epsilon);
+  CHECK(a.beta == b.beta);
+  CHECK(a.episodes == b.episodes);
+  CHECK(a.mean_return_last_100 == b.mean_return_last_100);
+}
+
+/// Runs 1 epoch into `dir` and checkpoints it.
+void one_epoch_run(const std::string& env, const std::string& dir) {
+  Trainer t(tiny_config(env, dir, 1));
+  t.run_epoch();
+  t.save_checkpoint(dir);
+}
+
+}  // namespace
+
+TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
+  const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
+  INFO("env " << env);
+  const std::string whole = scratch_dir(env + "_whole"), split = scratch_dir(env + "_split");
+
+  foxrl::EpochRecord whole_1, whole_2;
+  {
+    Trainer t(tiny_config(env, whole, 2));
+    whole_1 = t.run_epoch();
+    whole_2 = t.run_epoch();
+    REQUIRE(whole_1.updates > 0);  // learning started in the first epoch
+    t.save_checkpoint(whole);
+  }
+  foxrl::EpochRecord split_1, split_2;
+  {
+    Trainer t(tiny_config(env, split, 1));
+    split_1 = t.run_epoch();
+    t.save_checkpoint(split);
+  }
+  {
+    Trainer t(tiny_config(env, split, 2));
+    t.resume(split);
+    CHECK(t.epoch() == 1);
+    CHECK(t.updates() == split_1.updates);
+    split_2 = t.run_epoch();
+    t.save_checkpoint(split);
+  }
+  check_same_epoch(whole_1, split_1);
+  check_same_epoch(whole_2, split_2);
+  // Weights, target, Adam moments and step, learner counter: same bytes.
+  CHECK(read_bytes(whole + "/checkpoint.safetensors") == read_bytes(split + "/checkpoint.safetensors"));
+  // Replay, envs, n-step windows, episode statistics, normaliser, counters.
+  const auto a = foxrl::safetensors::read(whole + "/" + foxrl::trainer_state_file);
+  const auto b = foxrl::safetensors::read(split + "/" + foxrl::trainer_state_file);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    INFO("tensor " << a.tensors[i].name);
+    CHECK(a.tensors[i].name == b.tensors[i].name);
+    CHECK(a.tensors[i].shape == b.tensors[i].shape);
+    CHECK(a.tensors[i].data == b.tensors[i].data);
+  }
+  fs::remove_all(whole);
+  fs::remove_all(split);
+}
+
+TEST_CASE("resume refuses missing, damaged and mismatched checkpoints", "[resume]") {
+  const std::string dir = scratch_dir("errors");
+  one_epoch_run("cartpole", dir);
+  const std::string state = dir + "/" + foxrl::trainer_state_file;
+  const std::string saved = read_bytes(state);
+  auto restore = [&] {
+    std::ofstream(state, std::ios::binary | std::ios::trunc) << saved;
+  };
+
+  SECTION("config key changed") {
+    auto c = tiny_config("cartpole", dir, 2);
+    c.gamma = 0.9;
+    Trainer t(c);
+    CHECK_THROWS_AS(t.resume(dir), foxrl::UsageError);
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains("'gamma'"));
+  }
+  SECTION("epochs grow") {
+    Trainer t(tiny_config("cartpole", dir, 5));
+    CHECK_NOTHROW(t.resume(dir));
+  }
+  SECTION("missing trainer state") {
+    fs::remove(state);
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state));
+    restore();
+  }
+  SECTION("truncated trainer state") {
+    std::ofstream(state, std::ios::binary | std::ios::trunc) << saved.substr(0, saved.size() / 2);
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state));
+    restore();
+  }
+  SECTION("tensor missing or of the wrong shape") {
+    auto file = foxrl::safetensors::read(state);
+    const std::string victim = GENERATE(std::string("replay.tree"), std::string("episodes.ring"));
+    for (auto it = file.tensors.begin(); it != file.tensors.end(); ++it) {
+      if (it->name != victim) continue;
+      if (victim == "replay.tree") {
+        file.tensors.erase(it);
+      } else {
+        const std::vector<float> shorter(7, 0.0f);
+        *it = foxrl::safetensors::make_f32(victim, {7}, shorter.data());
+      }
+      break;
+    }
+    foxrl::safetensors::write(state, file);
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state) && Catch::Contains("'" + victim + "'"));
+    restore();
+  }
+  SECTION("files of different checkpoints") {
+    // A later trainer state beside the epoch-1 learner checkpoint.
+    const std::string other = scratch_dir("errors_other");
+    {
+      Trainer t(tiny_config("cartpole", other, 2));
+      t.run_epoch();
+      t.run_epoch();
+      t.save_checkpoint(other);
+    }
+    fs::copy_file(other + "/" + foxrl::trainer_state_file, state, fs::copy_options::overwrite_existing);
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains("not from the same checkpoint"));
+    restore();
+    fs::remove_all(other);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("resume config check names the key and lets only epochs grow", "[resume]") {
+  foxrl::TrainConfig saved;
+  auto now = saved;
+  now.epochs = saved.epochs + 5;
+  now.out_dir = "moved";
+  CHECK_NOTHROW(foxrl::check_resume_compatible(saved, now, "run/checkpoint.json"));
+  now.epochs = saved.epochs - 1;
+  CHECK_THROWS_WITH(foxrl::check_resume_compatible(saved, now, "run/checkpoint.json"),
+                    Catch::Contains("'epochs'") && Catch::Contains("only grow"));
+  now = saved;
+  now.hidden = {64};
+  CHECK_THROWS_WITH(foxrl::check_resume_compatible(saved, now, "run/checkpoint.json"),
+                    Catch::Contains("'hidden'") && Catch::Contains("run/checkpoint.json"));
+}

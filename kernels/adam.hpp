@@ -1,9 +1,13 @@
 #pragma once
 // Optimizer kernels over the flat parameter View: the global gradient norm
-// (reduced into a device View), and one fused launch that clips, applies
-// Adam and (optionally) the Polyak target update.
+// (reduced into a device View, optionally with a count of non-finite
+// parameters handed to the training guard's decision), and one fused launch
+// that clips, applies Adam and (optionally) the Polyak target update or the
+// hard target copy, or carries out the guard's verdict instead.
 
 #include "compat.hpp"
+#include "error.hpp"
+#include "guard_state.hpp"
 #include "learner_metrics.hpp"
 #include "reduce_scratch.hpp"
 #include "weights.hpp"
@@ -12,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace foxrl {
 
@@ -58,20 +63,45 @@ int gradient_norm_teams(std::size_t n) {
   return static_cast<int>(teams < 1 ? 1 : (teams > std::size_t(T::max_teams) ? T::max_teams : teams));
 }
 
-/// metrics(grad_sq) = sum_i grads(i)^2, on the device (no host read-back),
-/// in one launch: each team reduces a contiguous range in a scratch tree;
-/// with several teams (when `scratch` holds gradient_norm_teams(n) floats)
-/// the last team adds the teams' sums in team order (deterministic).
-template <class ExecSpace, class MemorySpace>
-void gradient_sq_norm(const ExecSpace& space, const FlatParams<MemorySpace>& grads,
-                      const Kokkos::View<float*, MemorySpace>& metrics,
-                      const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
+/// What gradient_sq_norm does with its totals: the squared norm goes to
+/// metrics(grad_sq).
+template <class MemorySpace>
+struct StoreGradSq {
+  Kokkos::View<float*, MemorySpace> metrics;
+  KOKKOS_INLINE_FUNCTION void operator()(float grad_sq, float /*nonfinite_params*/) const {
+    metrics(LearnerMetrics::grad_sq) = grad_sq;
+  }
+};
+
+/// Floats of ReduceScratch that gradient_sq_norm_then needs to spread `n`
+/// elements over several teams (two partials per team when it also scans
+/// parameters) and one ticket.
+template <class ExecSpace>
+std::size_t gradient_norm_scratch(std::size_t n, bool scan_params) {
+  return std::size_t(gradient_norm_teams<ExecSpace>(n)) * (scan_params ? 2 : 1);
+}
+
+/// sum_i grads(i)^2 and (when `params` is allocated) the number of
+/// non-finite params(i), on the device, in one launch: each team reduces a
+/// contiguous range in a scratch tree; with several teams (when `scratch`
+/// holds gradient_norm_scratch(n, ...) floats) the last team adds the
+/// teams' sums in team order (deterministic). One thread then calls
+/// `finish(grad_sq, nonfinite_params)`, the only place both totals exist:
+/// the training guard makes its decision there without a launch of its own.
+template <class ExecSpace, class MemorySpace, class Finish>
+void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>& grads,
+                           const FlatParams<MemorySpace>& params, const Finish& finish,
+                           const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
   using T = OptimizerTiling<ExecSpace>;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
   using member_type = typename policy_type::member_type;
   const std::size_t n = grads.extent(0);
+  const bool scan = params.extent(0) > 0;
+  if (scan && params.extent(0) != n)
+    throw Error("foxrl::kernels::gradient_sq_norm_then: params and grads differ in length");
+  const int sums = scan ? 2 : 1;
   int teams = gradient_norm_teams<ExecSpace>(n);
-  if (!scratch.holds(std::size_t(teams), 1)) teams = 1;
+  if (!scratch.holds(std::size_t(teams) * sums, 1)) teams = 1;
   const std::size_t per_team = (n + teams - 1) / teams;
   float* global = scratch.partials.data();
   unsigned* ticket = scratch.tickets.data();
@@ -79,63 +109,134 @@ void gradient_sq_norm(const ExecSpace& space, const FlatParams<MemorySpace>& gra
   policy_type policy(space, teams, team_size);
   Kokkos::parallel_for(
       "foxrl::kernels::gradient_sq_norm",
-      policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * team_size)),
+      policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * sums * team_size)),
       KOKKOS_LAMBDA(const member_type& team) {
         const int rank = team.team_rank();
         const int size = team.team_size();
-        float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * size));
+        float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
         const std::size_t begin = std::size_t(team.league_rank()) * per_team;
         const std::size_t end = begin + per_team < n ? begin + per_team : n;
-        float acc = 0.0f;
-        for (std::size_t i = begin + rank; i < end; i += size) acc += grads(i) * grads(i);
+        float acc = 0.0f, bad = 0.0f;
+        for (std::size_t i = begin + rank; i < end; i += size) {
+          acc += grads(i) * grads(i);
+          if (scan && !math::isfinite(params(i))) bad += 1.0f;
+        }
         partial[rank] = acc;
+        if (scan) partial[size + rank] = bad;
         int width = 1;
         while (width < size) width *= 2;
         for (int half = width / 2; half > 0; half /= 2) {
           team.team_barrier();
-          if (rank < half && rank + half < size) partial[rank] += partial[rank + half];
+          if (rank < half && rank + half < size)
+            for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
         }
         team.team_barrier();
         const int league = team.league_size();
         if (league == 1) {
-          if (rank == 0) metrics(LearnerMetrics::grad_sq) = partial[0];
+          if (rank == 0) finish(partial[0], scan ? partial[size] : 0.0f);
           return;
         }
-        if (rank == 0) global[team.league_rank()] = partial[0];
+        if (rank == 0)
+          for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
         if (!arrive_last(team, ticket, static_cast<unsigned>(league))) return;
         if (rank == 0) {
-          float total = 0.0f;
-          for (int t = 0; t < league; ++t) total += read_partial(global, std::size_t(t));
-          metrics(LearnerMetrics::grad_sq) = total;
+          float total = 0.0f, total_bad = 0.0f;
+          for (int t = 0; t < league; ++t) {
+            total += read_partial(global, std::size_t(t) * sums);
+            if (scan) total_bad += read_partial(global, std::size_t(t) * sums + 1);
+          }
+          finish(total, total_bad);
         }
       });
 }
+
+/// metrics(grad_sq) = sum_i grads(i)^2 (gradient_sq_norm_then without a
+/// parameter scan; `scratch` needs gradient_norm_teams(n) floats).
+template <class ExecSpace, class MemorySpace>
+void gradient_sq_norm(const ExecSpace& space, const FlatParams<MemorySpace>& grads,
+                      const Kokkos::View<float*, MemorySpace>& metrics,
+                      const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
+  gradient_sq_norm_then(space, grads, FlatParams<MemorySpace>(), StoreGradSq<MemorySpace>{metrics}, scratch);
+}
+
+/// The training guard's side of an optimizer step (src/training_guard.hpp):
+/// the verdict and learning-rate scale its decision left in `state`, the
+/// snapshot a restore copies back, and the td errors a rejected update
+/// invalidates. Default-constructed: no guard (every step applied at the
+/// configured learning rate).
+template <class MemorySpace>
+struct GuardedStep {
+  Kokkos::View<const double*, MemorySpace> state;  ///< GuardState slots
+  FlatParams<MemorySpace> snapshot_online, snapshot_target, snapshot_m, snapshot_v;
+  /// Set to NaN when the update is rejected: it taught nothing, and the
+  /// replay leaves the priorities of non-finite td errors unchanged (a
+  /// spike's outsized errors would otherwise dominate sampling).
+  Kokkos::View<float*, MemorySpace> td_errors;
+};
 
 /// Clip + Adam (+ Polyak) in one pass over the flat buffers. `step` must
 /// already count this step (t >= 1); metrics(grad_sq) must hold the squared
 /// gradient norm; metrics(grad_norm) receives its root. `target` is updated
 /// as tau * p + (1 - tau) * target when tau > 0 (pass an empty View
-/// otherwise). Torch's formulas (single-tensor Adam), bias corrections in
-/// double. Each thread derives the step's scalars (clip coefficient, bias
-/// corrections) once and applies them to several elements.
+/// otherwise); tau >= 1 is the hard copy target = p, as an assignment so
+/// nothing of the old target survives (0 x NaN would). Torch's formulas
+/// (single-tensor Adam), bias corrections in double. Each thread derives
+/// the step's scalars (clip coefficient, bias corrections) once and applies
+/// them to several elements. With a `guard`, its verdict decides: apply
+/// (at lr x lr_scale), skip (nothing written, target included), or restore
+/// (online, target and Adam moments copied from the snapshot; the guard's
+/// decision already reset the step counter).
 template <class ExecSpace, class MemorySpace>
 void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParams<MemorySpace>& params,
                  const FlatParams<MemorySpace>& grads, const FlatParams<MemorySpace>& m,
                  const FlatParams<MemorySpace>& v, const Kokkos::View<std::int64_t, MemorySpace>& step,
                  const Kokkos::View<float*, MemorySpace>& metrics, const FlatParams<MemorySpace>& target,
-                 float polyak_tau) {
+                 float polyak_tau, const GuardedStep<MemorySpace>& guard = GuardedStep<MemorySpace>()) {
   using T = OptimizerTiling<ExecSpace>;
   constexpr bool host = T::team_size == 1;
   const AdamHyper h = hyper;
-  const bool polyak = polyak_tau > 0.0f && target.extent(0) == params.extent(0);
-  const float tau = polyak_tau;
   const std::size_t n = params.extent(0);
+  const bool polyak = polyak_tau > 0.0f && target.extent(0) == n;
+  const bool copy = polyak && polyak_tau >= 1.0f;
+  const float tau = polyak_tau;
+  const bool guarded = guard.state.extent(0) > 0;
+  const bool restore_target = guarded && target.extent(0) == n && guard.snapshot_target.extent(0) == n;
+  if (guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.snapshot_online.extent(0) != n ||
+                  guard.snapshot_m.extent(0) != n || guard.snapshot_v.extent(0) != n))
+    throw Error("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
+  const auto gs = guard.state;
+  const auto snap_p = guard.snapshot_online, snap_t = guard.snapshot_target;
+  const auto snap_m = guard.snapshot_m, snap_v = guard.snapshot_v;
+  const auto td = guard.td_errors;
+  const std::size_t rows = td.extent(0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::size_t threads = (n + T::per_thread - 1) / T::per_thread;
   Kokkos::parallel_for(
       "foxrl::kernels::adam_update", Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1),
       KOKKOS_LAMBDA(std::size_t t) {
         const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
         if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
+        const std::size_t begin = host ? t * T::per_thread : t;
+        const std::size_t stride = host ? 1 : threads;
+        const std::size_t end = host ? (begin + T::per_thread < n ? begin + T::per_thread : n) : n;
+        // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
+        float lr = h.lr;
+        if (guarded) {
+          const int verdict = static_cast<int>(gs(GuardState::verdict));
+          if (verdict != GuardState::apply) {
+            for (std::size_t i = t; i < rows; i += threads) td(i) = nan;
+            if (verdict == GuardState::restore) {
+              for (std::size_t i = begin; i < end; i += stride) {
+                params(i) = snap_p(i);
+                m(i) = snap_m(i);
+                v(i) = snap_v(i);
+                if (restore_target) target(i) = snap_t(i);
+              }
+            }
+            return;
+          }
+          lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
+        }
         float coef = 1.0f;
         if (h.max_grad_norm > 0.0f) {
           coef = h.max_grad_norm / (norm + 1e-6f);
@@ -144,18 +245,15 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
         const double ts = static_cast<double>(step());
         const double bc1 = 1.0 - math::pow(static_cast<double>(h.beta1), ts);
         const double bc2 = 1.0 - math::pow(static_cast<double>(h.beta2), ts);
-        const float step_size = static_cast<float>(static_cast<double>(h.lr) / bc1);
+        const float step_size = static_cast<float>(static_cast<double>(lr) / bc1);
         const float bc2_sqrt = static_cast<float>(math::sqrt(bc2));
 
-        const std::size_t begin = host ? t * T::per_thread : t;
-        const std::size_t stride = host ? 1 : threads;
-        const std::size_t end = host ? (begin + T::per_thread < n ? begin + T::per_thread : n) : n;
         for (std::size_t i = begin; i < end; i += stride) {
           float p = params(i);
           float g = grads(i) * coef;
           if (h.weight_decay != 0.0f) {
             if (h.weight_decay_mode == WeightDecayMode::l2) g += h.weight_decay * p;
-            else p *= 1.0f - h.lr * h.weight_decay;
+            else p *= 1.0f - lr * h.weight_decay;
           }
           float mi = m(i);
           mi += (1.0f - h.beta1) * (g - mi);
@@ -165,7 +263,8 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
           m(i) = mi;
           v(i) = vi;
           params(i) = p;
-          if (polyak) target(i) = tau * p + (1.0f - tau) * target(i);
+          if (copy) target(i) = p;
+          else if (polyak) target(i) = tau * p + (1.0f - tau) * target(i);
         }
       });
 }

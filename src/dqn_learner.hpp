@@ -4,9 +4,11 @@
 // gradient step per update() on the run's instance: online forward at s and
 // s', target forward at s', double-DQN n-step target + importance-weighted
 // loss + dL/dhead (one launch), backward, gradient norm (reduced on the
-// device), clip + Adam (+ Polyak) in one launch, hard target copies by a
-// host-side update counter. No host sync and no allocation inside update().
-// docs/design.md lists the launches of both dense backends.
+// device, with the training guard's decision in the same launch), clip +
+// Adam (+ Polyak or hard target copy, or the guard's skip or restore) in one
+// launch; hard target copies follow a host-side update counter. No host
+// sync and no allocation inside update(). docs/design.md lists the launches
+// of both dense backends.
 
 #include "adam.hpp"
 #include "batch.hpp"
@@ -19,6 +21,7 @@
 #include "network_layout.hpp"
 #include "reduce_scratch.hpp"
 #include "row_major_gemm.hpp"
+#include "training_guard.hpp"
 #include "weight_init.hpp"
 #include "weights.hpp"
 
@@ -54,6 +57,7 @@ struct DqnLearnerConfig {
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
+  GuardConfig guard;
 
   AdamHyper adam() const {
     AdamHyper h;
@@ -82,6 +86,7 @@ struct DqnLearnerConfig {
     if (!(polyak_tau >= 0.0f && polyak_tau <= 1.0f)) bad("polyak_tau", "must be in [0, 1]");
     if (polyak_tau == 0.0f && target_update_every <= 0)
       bad("target_update_every", "must be > 0 when polyak_tau is 0, got " + std::to_string(target_update_every));
+    guard.validate();
     (void)NetworkLayout(obs_dim, hidden, num_actions);  // checks the shapes
   }
 };
@@ -124,7 +129,7 @@ class DqnLearner {
       const int B = config_.max_batch;
       const auto relu = kernels::relu_backward_scratch<ExecSpace>(B, layout_.max_width(), 1 + layout_.head_outputs());
       const auto loss = kernels::dqn_loss_scratch<ExecSpace>(B, layout_.head_outputs());
-      const std::size_t norm = std::size_t(kernels::gradient_norm_teams<ExecSpace>(layout_.total));
+      const std::size_t norm = kernels::gradient_norm_scratch<ExecSpace>(layout_.total, true);
       reduce_ = kernels::ReduceScratch<memory_space>(space, "foxrl::DqnLearner::reduce",
                                                      std::max({relu.floats, loss.floats, norm}),
                                                      std::max<std::size_t>(relu.tickets, 1));
@@ -133,10 +138,23 @@ class DqnLearner {
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, weights_.online, layout_, config_.seed, config_.init);
     Kokkos::deep_copy(space, weights_.target, weights_.online);
+    guard_ = TrainingGuard<ExecSpace>(space, layout_, config_.guard);
+    guard_.snapshot(space, weights_, true);
   }
 
-  /// One gradient step on `batch` (size <= max_batch), all on `space`.
+  /// One gradient step on `batch` (size <= max_batch), all on `space`:
+  /// compute_gradients then apply_gradients.
   void update(const ExecSpace& space, const Batch<memory_space>& batch) {
+    if (compute_gradients(space, batch)) apply_gradients(space);
+  }
+
+  /// The first half of update(): forward, loss (metrics, td errors) and
+  /// backward into weights().grads; also counts the Adam step. Returns false
+  /// (and does nothing) for an empty batch. Every call that returns true
+  /// must be followed by apply_gradients(); the halves are separate so that
+  /// gradients can be inspected or altered in between (fault-injection
+  /// tests plant non-finite gradients there).
+  bool compute_gradients(const ExecSpace& space, const Batch<memory_space>& batch) {
     const int B = batch.size();
     check_rows("update", B, config_.max_batch);
     if (batch.obs_dim() != layout_.obs_dim || batch.next_states.extent(0) != std::size_t(B) ||
@@ -145,7 +163,9 @@ class DqnLearner {
         batch.is_weights.extent(0) != std::size_t(B))
       throw UsageError("foxrl::DqnLearner::update: batch fields must all have " + std::to_string(B) +
                        " rows and states obs_dim " + std::to_string(layout_.obs_dim));
-    if (B == 0) return;
+    if (B == 0) return false;
+    if (gradients_pending_)
+      throw UsageError("foxrl::DqnLearner::compute_gradients: the previous gradients were never applied");
     const auto backend = config_.dense_backend;
     const int L = layout_.num_layers;
 
@@ -172,14 +192,29 @@ class DqnLearner {
 
     if (backend == DenseBackend::blas) backward_blas(space, batch);
     else backward_portable(space, batch);
+    gradients_pending_ = true;
+    return true;
+  }
 
-    kernels::gradient_sq_norm(space, weights_.grads, metrics_, reduce_);
+  /// The second half of update(): gradient norm (scanning the online
+  /// weights for non-finite values) with the guard's decision, then one
+  /// launch that applies clip + Adam and the target update, or the guard's
+  /// skip or restore. A hard target copy is the Polyak update with tau 1
+  /// fused into that launch, so it happens only with an applied step: a
+  /// rejected update changes no weight, the target's included, and a
+  /// non-finite online network never reaches the target.
+  void apply_gradients(const ExecSpace& space) {
+    if (!gradients_pending_)
+      throw UsageError("foxrl::DqnLearner::apply_gradients: no gradients (call compute_gradients first)");
+    gradients_pending_ = false;
+    kernels::gradient_sq_norm_then(space, weights_.grads, weights_.online,
+                                   guard_.decision(metrics_, weights_.adam_step), reduce_);
     const bool polyak = config_.polyak_tau > 0.0f;
+    const bool hard_copy = !polyak && (updates_ + 1) % config_.target_update_every == 0;
     kernels::adam_update(space, config_.adam(), weights_.online, weights_.grads, weights_.adam_m, weights_.adam_v,
-                         weights_.adam_step, metrics_, polyak ? weights_.target : FlatParams<memory_space>(),
-                         config_.polyak_tau);
+                         weights_.adam_step, metrics_, weights_.target,
+                         polyak ? config_.polyak_tau : (hard_copy ? 1.0f : 0.0f), guard_.step(td_errors_));
     ++updates_;
-    if (!polyak && updates_ % config_.target_update_every == 0) hard_target_update(space);
   }
 
   /// Q-values [R, A] of the online network for `states` [R, obs_dim].
@@ -201,15 +236,22 @@ class DqnLearner {
     kernels::dueling_q_values(space, rows(online_head_, 0, R), MutableMatrix<memory_space>(), actions_out);
   }
 
-  /// target = online (what update() does every target_update_every updates).
-  void hard_target_update(const ExecSpace& space) { Kokkos::deep_copy(space, weights_.target, weights_.online); }
+  /// target = online, element by element where online is finite (update()
+  /// makes its own hard copies, inside the optimizer launch).
+  void hard_target_update(const ExecSpace& space) { kernels::finite_copy(space, weights_.online, weights_.target); }
+
+  /// Queues a snapshot of the current state as the guard's restore point;
+  /// taken on the device only if the last update was applied (see
+  /// TrainingGuard::snapshot).
+  void snapshot(const ExecSpace& space) { guard_.snapshot(space, weights_); }
 
   /// target = tau online + (1 - tau) target.
   void soft_target_update(const ExecSpace& space, float tau) {
     kernels::polyak_update(space, weights_.online, weights_.target, tau);
   }
 
-  /// |Q(s, a) - y| of the last update's rows (the first batch.size() entries).
+  /// |Q(s, a) - y| of the last update's rows (the first batch.size()
+  /// entries); NaN in every row when the guard rejected the update.
   const vector& td_errors() const { return td_errors_; }
   /// LearnerMetrics slots of the last update.
   const vector& metrics() const { return metrics_; }
@@ -220,7 +262,9 @@ class DqnLearner {
   const Weights<memory_space>& weights() const { return weights_; }
   const NetworkLayout& layout() const { return layout_; }
   const DqnLearnerConfig& config() const { return config_; }
-  /// Gradient steps taken (host counter; drives hard target copies).
+  const TrainingGuard<ExecSpace>& guard() const { return guard_; }
+  /// update() calls so far, rejected ones included (host counter; drives
+  /// hard target copies).
   std::int64_t updates() const { return updates_; }
 
   /// Writes online, target, Adam moments and both step counters to `path`
@@ -253,6 +297,8 @@ class DqnLearner {
     Kokkos::View<const std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> step(
         &state.adam_step);
     Kokkos::deep_copy(space, weights_.adam_step, step);
+    // The loaded state is the guard's new restore point.
+    guard_.snapshot(space, weights_, true);
     // The host buffers die with this scope.
     compat::fence(space, "foxrl::DqnLearner::load");
     updates_ = state.updates;
@@ -408,7 +454,9 @@ class DqnLearner {
   vector td_errors_, metrics_;
   std::shared_ptr<RowMajorGemm<ExecSpace>> gemm_;  ///< blas backend only
   kernels::ReduceScratch<memory_space> reduce_;
+  TrainingGuard<ExecSpace> guard_;
   std::int64_t updates_ = 0;
+  bool gradients_pending_ = false;
 };
 
 }  // namespace foxrl

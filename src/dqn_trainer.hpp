@@ -3,9 +3,10 @@
 // component; one iteration = one collector step of all envs and, once
 // `learning_starts` env steps are in, `updates_per_iteration` fused updates
 // (sample, normalise, double-DQN n-step update, priority update). Nothing in
-// an iteration reads back to the host: at the end of each epoch one
-// labelled fence, one copy of the device counters, one log line, one
-// metrics record, and (every `checkpoint_every` epochs) a checkpoint.
+// an iteration reads back to the host (the training guard decides on the
+// device): at the end of each epoch the guard's snapshot, one labelled
+// fence, one copy of the device counters, one log line, one metrics record,
+// and (every `checkpoint_every` epochs) a checkpoint.
 
 #include "action_selector.hpp"
 #include "dqn_learner.hpp"
@@ -30,7 +31,9 @@
 
 namespace foxrl {
 
-/// Learner metrics summed over an epoch's updates, on the device.
+/// Learner metrics summed over an epoch's updates, on the device. A
+/// rejected update adds only to the update count and sums(rejected): its
+/// loss may be NaN or a spike, and it changed nothing.
 template <class ExecSpace>
 struct EpochMetricSums {
   Kokkos::View<double*, typename ExecSpace::memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
@@ -42,7 +45,9 @@ struct EpochMetricSums {
     const auto s = sums;
     Kokkos::parallel_for(
         "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
-          for (int k = 0; k < LearnerMetrics::count; ++k) s(k) += static_cast<double>(metrics(k));
+          const bool rejected = metrics(LearnerMetrics::rejected) != 0.0f;
+          for (int k = 0; k < LearnerMetrics::count; ++k)
+            if (!rejected || k == LearnerMetrics::rejected) s(k) += static_cast<double>(metrics(k));
           s(LearnerMetrics::count) += 1.0;
         });
   }
@@ -88,6 +93,9 @@ class DqnTrainer {
     lc.loss = config_.loss == "mse" ? LossKind::mse : LossKind::huber;
     lc.seed = config_.seed;
     lc.dense_backend = DenseBackend::blas;
+    lc.guard.spike_factor = static_cast<float>(config_.guard_spike_factor);
+    lc.guard.max_bad = static_cast<int>(config_.guard_max_bad);
+    lc.guard.lr_decay = static_cast<float>(config_.guard_lr_decay);
     learner_.emplace(space, lc);
 
     ReplayConfig rc;
@@ -140,6 +148,11 @@ class DqnTrainer {
       iterate();
       progress.tick(it + 1);
     }
+    // The restore point moves once per epoch: often enough that a restore
+    // loses at most an epoch of progress, rarely enough that its copy of
+    // four parameter buffers costs nothing per update. The device skips it
+    // when the epoch ended in a rejection streak.
+    learner_->snapshot(space);
     context_.fence("DqnTrainer::epoch_end");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.finish();
@@ -157,8 +170,17 @@ class DqnTrainer {
     r.beta = beta();
     auto sums = Kokkos::create_mirror_view(Kokkos::HostSpace(), sums_->sums);
     Kokkos::deep_copy(space, sums, sums_->sums);
+    auto guard = Kokkos::create_mirror_view(Kokkos::HostSpace(), learner_->guard().state());
+    Kokkos::deep_copy(space, guard, learner_->guard().state());
     const auto episodes = collector_->episode_stats().summary(space);  // fences
-    const double n = sums(LearnerMetrics::count);
+    const auto counters = GuardCounters::from_state(guard);
+    r.rejected_updates = static_cast<std::int64_t>(sums(LearnerMetrics::rejected));
+    r.rejected_total = counters.rejected;
+    r.nonfinite_total = counters.nonfinite;
+    r.spikes_total = counters.spikes;
+    r.restores = counters.restores;
+    r.lr = config_.lr * counters.lr_scale;
+    const double n = sums(LearnerMetrics::count) - sums(LearnerMetrics::rejected);
     if (n > 0) {
       r.loss = sums(LearnerMetrics::loss) / n;
       r.mean_q = sums(LearnerMetrics::mean_q) / n;
@@ -226,6 +248,7 @@ class DqnTrainer {
   const TrainConfig& config() const { return config_; }
   ExecutionContext<ExecSpace>& context() { return context_; }
   DqnLearner<ExecSpace>& learner() { return *learner_; }
+  ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   const std::optional<MarketSetup>& market() const { return market_; }

@@ -32,6 +32,10 @@ std::string format_epoch_log(const EpochRecord& r) {
   out.precision(4);
   out << ", loss " << r.loss << ", mean Q " << r.mean_q << ", |TD| " << r.td_error << ", epsilon " << r.epsilon
       << ", return (last 100) " << r.mean_return_last_100;
+  out.unsetf(std::ios::floatfield);
+  out.precision(3);
+  out << ", guard: " << r.rejected_updates << " rejected (" << r.rejected_total << " total), " << r.restores
+      << " restores, lr " << r.lr;
   return out.str();
 }
 
@@ -47,6 +51,12 @@ std::string epoch_json(const EpochRecord& r) {
                       {"mean_q", r.mean_q},
                       {"td_error", r.td_error},
                       {"grad_norm", r.grad_norm},
+                      {"rejected_updates", r.rejected_updates},
+                      {"rejected_total", r.rejected_total},
+                      {"nonfinite_total", r.nonfinite_total},
+                      {"spikes_total", r.spikes_total},
+                      {"restores", r.restores},
+                      {"lr", r.lr},
                       {"epsilon", r.epsilon},
                       {"beta", r.beta},
                       {"episodes", r.episodes},

@@ -441,6 +441,51 @@ TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest pr
   CHECK(trees[0] == trees[1]);
 }
 
+TEMPLATE_TEST_CASE("ReplayBuffer non-finite td errors (a rejected update's) change no priority",
+                   "[replay][guard]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Synthetic syn{4, 2, 1, 0};
+  auto config = small_config(16, syn.obs_dim, syn.num_envs, syn.n_step);
+  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  PriorityModel model(16, config.alpha, config.eps);
+  for (int t = 0; t < 3; ++t) {
+    buffer.insert(space, make_transitions(space, syn, t));
+    model.insert(4);
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  buffer.update_priorities(space, to_device(space, std::vector<std::int64_t>{1, 2, 3}),
+                           to_device(space, std::vector<float>{0.5f, 2.0f, 0.125f}));
+  model.update({1, 2, 3}, {0.5f, 2.0f, 0.125f});
+  const auto tree_before = to_host(buffer.storage().tree);
+  const std::vector<float> before(tree_before.data(), tree_before.data() + tree_before.extent(0));
+  const float max_before = to_host(buffer.storage().max_priority)();
+
+  // What the learner hands over after a rejected update: every entry NaN.
+  const std::vector<std::int64_t> idx{1, 2, 3, 4, 5, 6};
+  buffer.update_priorities(space, to_device(space, idx), to_device(space, std::vector<float>(6, nan)));
+  const auto tree_after = to_host(buffer.storage().tree);
+  CHECK(std::vector<float>(tree_after.data(), tree_after.data() + tree_after.extent(0)) == before);
+  CHECK(to_host(buffer.storage().max_priority)() == max_before);
+
+  // Mixed: infinite entries are skipped like NaN ones, finite ones are written.
+  const std::vector<float> td{inf, -inf, 4.0f, nan, 0.25f, -inf};
+  buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+  model.update(idx, td);
+  check_tree(buffer, model);
+  const auto tree = to_host(buffer.storage().tree);
+  const auto& shape = buffer.layout().tree_shape;
+  CHECK(tree(shape.leaf(1)) == before[shape.leaf(1)]);
+  CHECK(tree(shape.leaf(2)) == before[shape.leaf(2)]);
+  CHECK(tree(shape.leaf(3)) == Approx(std::pow(4.0 + 1e-6, 0.6)).epsilon(2e-6));
+  std::size_t nonfinite_nodes = 0;
+  for (std::size_t i = 0; i < tree.extent(0); ++i) nonfinite_nodes += !std::isfinite(tree(i));
+  CHECK(nonfinite_nodes == 0);
+  CHECK(to_host(buffer.storage().max_priority)() == Approx(4.0 + 1e-6).epsilon(1e-7));
+}
+
 TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square, 10^6 draws)",
                         "[replay][statistics]", FOXRL_TEST_SPACES) {
   using Exec = TestType;

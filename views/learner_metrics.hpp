@@ -12,7 +12,8 @@ struct LearnerMetrics {
     mean_abs_td = 2,  ///< mean over the batch of |Q_online(s, a) - y|
     grad_norm = 3,    ///< global L2 norm of the gradient, before clipping
     grad_sq = 4,      ///< its square (the reduction's result; internal)
-    count = 5
+    rejected = 5,     ///< 1 if the training guard rejected the update (nothing applied), else 0
+    count = 6
   };
 };
 

@@ -168,9 +168,10 @@ template <class MemorySpace>
 struct GuardedStep {
   Kokkos::View<const double*, MemorySpace> state;  ///< GuardState slots
   FlatParams<MemorySpace> snapshot_online, snapshot_target, snapshot_m, snapshot_v;
-  /// Set to NaN when the update is rejected: it taught nothing, and the
-  /// replay leaves the priorities of non-finite td errors unchanged (a
-  /// spike's outsized errors would otherwise dominate sampling).
+  /// Rewritten when the update is rejected: it taught nothing, so healthy
+  /// rows get keep_priority_td (a spike's outsized errors would otherwise
+  /// dominate sampling) and rows with their own non-finite td error keep it
+  /// (the replay quarantines them).
   Kokkos::View<float*, MemorySpace> td_errors;
 };
 
@@ -209,7 +210,6 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
   const auto snap_m = guard.snapshot_m, snap_v = guard.snapshot_v;
   const auto td = guard.td_errors;
   const std::size_t rows = td.extent(0);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::size_t threads = (n + T::per_thread - 1) / T::per_thread;
   Kokkos::parallel_for(
       "foxrl::kernels::adam_update", Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1),
@@ -224,7 +224,12 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
         if (guarded) {
           const int verdict = static_cast<int>(gs(GuardState::verdict));
           if (verdict != GuardState::apply) {
-            for (std::size_t i = t; i < rows; i += threads) td(i) = nan;
+            // Healthy rows keep their priority; rows whose own td error is
+            // non-finite (finite weights: a broken reward or state) keep it
+            // and are quarantined by the replay's priority update.
+            const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
+            for (std::size_t i = t; i < rows; i += threads)
+              if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
             if (verdict == GuardState::restore) {
               for (std::size_t i = begin; i < end; i += stride) {
                 params(i) = snap_p(i);

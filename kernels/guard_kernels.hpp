@@ -46,6 +46,9 @@ struct GuardDecision {
     const float loss = metrics(LearnerMetrics::loss);
     const bool weights_bad = nonfinite_params > 0.0f;
     const bool nonfinite = weights_bad || !math::isfinite(loss) || !math::isfinite(grad_sq);
+    // Tells the Adam launch whether non-finite td errors are the rows' own
+    // (quarantine them) or the weights' (every row is NaN: keep priorities).
+    state(GuardState::weights_nonfinite) = weights_bad ? 1.0 : 0.0;
     const int n = static_cast<int>(state(GuardState::losses));
     bool spike = false;
     // A zero median (losses exactly 0) gives no scale to compare against.

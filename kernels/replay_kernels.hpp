@@ -370,7 +370,10 @@ struct ReplaySampleFunctor {
 /// first clears the leaf, then all take an atomic max; duplicates share a
 /// team), which is deterministic and errs towards replaying the transition.
 /// Entries are skipped (leaf unchanged) for slots outside [0, size), slots
-/// whose boundary row was evicted, and non-finite td errors.
+/// whose boundary row was evicted, and negative td errors (keep_priority_td:
+/// a rejected update's healthy rows); NaN or +inf td errors quarantine their
+/// transition (priority 0: a broken target would poison every update that
+/// samples it).
 template <class ExecSpace>
 struct ReplayUpdateFunctor {
   using memory_space = typename ExecSpace::memory_space;
@@ -414,10 +417,10 @@ struct ReplayUpdateFunctor {
         Kokkos::TeamThreadRange(team, n), [&](const int i, int& offset, const bool final) {
           const std::int64_t s = idx(i);
           const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, top) == owner &&
-                            st.next_ref(s) != replay_next_evicted && foxrl::math::isfinite(td(i));
+                            st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
           if (final && mine) {
             local_slot(offset) = static_cast<std::int32_t>(s);
-            local_priority(offset) = foxrl::math::fabs(td(i)) + e;
+            local_priority(offset) = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
           }
           if (mine) offset += 1;
           if (final && i == n - 1) local_slot(n) = offset;

@@ -226,8 +226,10 @@ class DqnTrainer {
     const RunManifest manifest = RunManifest::read(dir);
     check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
     const std::string state_path = dir + "/" + trainer_state_file;
-    const TrainerCounters c = load_trainer_state(space, state_path, parts());
+    // The learner first: its load re-snapshots the guard, which the trainer
+    // state (the guard's saved snapshot and counters) then overwrites.
     learner_->load(space, dir + "/checkpoint.safetensors");
+    const TrainerCounters c = load_trainer_state(space, state_path, parts());
     // The three files are replaced one after the other: a crash between
     // two renames leaves files of different epochs.
     if (c.epoch != manifest.epoch || c.global_step != manifest.global_step || c.updates != manifest.updates ||
@@ -259,7 +261,9 @@ class DqnTrainer {
   std::int64_t epoch() const { return epoch_; }
 
  private:
-  TrainerParts<ExecSpace> parts() { return {&*env_, &*replay_, &*collector_, adapter_ ? &*adapter_ : nullptr}; }
+  TrainerParts<ExecSpace> parts() {
+    return {&*env_, &*replay_, &*collector_, adapter_ ? &*adapter_ : nullptr, &learner_->guard()};
+  }
   TrainerCounters counters() const { return {epoch_, global_step_, iteration_, updates_, experiences_}; }
 
   float beta() const {

@@ -17,6 +17,7 @@
 #include "experience_collector.hpp"
 #include "replay_buffer.hpp"
 #include "signal_adapter.hpp"
+#include "training_guard.hpp"
 #include "state_archive.hpp"
 #include "vector_env.hpp"
 
@@ -47,6 +48,7 @@ struct TrainerParts {
   ReplayBuffer<ExecSpace>* replay = nullptr;
   ExperienceCollector<ExecSpace>* collector = nullptr;
   SignalAdapter<ExecSpace>* adapter = nullptr;  ///< null: no normaliser (CartPole)
+  const TrainingGuard<ExecSpace>* guard = nullptr;  ///< its View handles (device data is written on load)
 };
 
 /// Every host-side value of a trainer state, read before the tensors whose
@@ -130,6 +132,18 @@ void visit_trainer_tensors(Archive& a, const ExecSpace& space, const TrainerPart
   a.tensor(space, "episodes.running", stats.running());
   a.tensor(space, "episodes.ring", stats.ring());
   a.tensor(space, "episodes.count", stats.count());
+
+  // The training guard: learning-rate scale, counters, loss window, and the
+  // last good snapshot a later restore would return to.
+  if (p.guard != nullptr) {
+    a.tensor(space, "guard.state", p.guard->state());
+    const auto& snap = p.guard->snapshot_weights();
+    a.tensor(space, "guard.snapshot_online", snap.online);
+    a.tensor(space, "guard.snapshot_target", snap.target);
+    a.tensor(space, "guard.snapshot_adam_m", snap.adam_m);
+    a.tensor(space, "guard.snapshot_adam_v", snap.adam_v);
+    a.tensor(space, "guard.snapshot_adam_step", snap.adam_step);
+  }
 }
 
 /// Writes `path` (atomically) from the components and `counters`. Fences.

@@ -4,6 +4,7 @@
 // exactly), and chi-square goodness-of-fit of the sampling frequencies.
 #include "execution_context.hpp"
 #include "kokkos_tools_audit.hpp"
+#include "learner_metrics.hpp"
 #include "replay_buffer.hpp"
 #include "sum_tree.hpp"
 #include "test_spaces.hpp"
@@ -124,8 +125,10 @@ struct PriorityModel {
   void update(const std::vector<std::int64_t>& idx, const std::vector<float>& td) {
     std::map<std::int64_t, float> winner;  // largest priority wins
     for (std::size_t e = 0; e < idx.size(); ++e) {
-      if (idx[e] < 0 || idx[e] >= size() || !std::isfinite(td[e])) continue;
-      const float p = std::fabs(td[e]) + eps;
+      // Negative td (a rejected update's rows): unchanged; NaN or +inf (a
+      // transition whose own target is broken): quarantined at priority 0.
+      if (idx[e] < 0 || idx[e] >= size() || td[e] < 0.0f) continue;
+      const float p = std::isfinite(td[e]) ? std::fabs(td[e]) + eps : 0.0f;
       auto it = winner.find(idx[e]);
       if (it == winner.end() || p > it->second) winner[idx[e]] = p;
       max_priority = std::max(max_priority, p);
@@ -435,14 +438,14 @@ TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest pr
     const auto& shape = buffer.layout().tree_shape;
     CHECK(tree(shape.leaf(5)) == Approx(std::pow(3.0 + 1e-6, 0.6)).epsilon(2e-6));
     CHECK(tree(shape.leaf(7)) == Approx(std::pow(2.0 + 1e-6, 0.6)).epsilon(2e-6));
-    CHECK(tree(shape.leaf(9)) == Approx(1.0).epsilon(2e-6));  // NaN td: unchanged
+    CHECK(tree(shape.leaf(9)) == 0.0f);  // NaN td: quarantined
     trees.emplace_back(tree.data(), tree.data() + tree.extent(0));
   }
   CHECK(trees[0] == trees[1]);
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer non-finite td errors (a rejected update's) change no priority",
-                   "[replay][guard]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer: negative td errors (a rejected update's) change no priority, non-finite "
+                   "ones quarantine their transition", "[replay][guard]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -463,23 +466,27 @@ TEMPLATE_TEST_CASE("ReplayBuffer non-finite td errors (a rejected update's) chan
   const std::vector<float> before(tree_before.data(), tree_before.data() + tree_before.extent(0));
   const float max_before = to_host(buffer.storage().max_priority)();
 
-  // What the learner hands over after a rejected update: every entry NaN.
+  // What the learner hands over for a rejected update's healthy rows.
   const std::vector<std::int64_t> idx{1, 2, 3, 4, 5, 6};
-  buffer.update_priorities(space, to_device(space, idx), to_device(space, std::vector<float>(6, nan)));
+  buffer.update_priorities(space, to_device(space, idx),
+                           to_device(space, std::vector<float>(6, foxrl::keep_priority_td)));
   const auto tree_after = to_host(buffer.storage().tree);
   CHECK(std::vector<float>(tree_after.data(), tree_after.data() + tree_after.extent(0)) == before);
   CHECK(to_host(buffer.storage().max_priority)() == max_before);
 
-  // Mixed: infinite entries are skipped like NaN ones, finite ones are written.
-  const std::vector<float> td{inf, -inf, 4.0f, nan, 0.25f, -inf};
+  // Mixed: NaN and +inf rows get priority 0 (never sampled again), negative
+  // ones (-inf included) stay, finite ones are written.
+  const std::vector<float> td{inf, -inf, 4.0f, nan, 0.25f, foxrl::keep_priority_td};
   buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
   model.update(idx, td);
   check_tree(buffer, model);
   const auto tree = to_host(buffer.storage().tree);
   const auto& shape = buffer.layout().tree_shape;
-  CHECK(tree(shape.leaf(1)) == before[shape.leaf(1)]);
+  CHECK(tree(shape.leaf(1)) == 0.0f);
   CHECK(tree(shape.leaf(2)) == before[shape.leaf(2)]);
   CHECK(tree(shape.leaf(3)) == Approx(std::pow(4.0 + 1e-6, 0.6)).epsilon(2e-6));
+  CHECK(tree(shape.leaf(4)) == 0.0f);
+  CHECK(tree(shape.leaf(6)) == before[shape.leaf(6)]);
   std::size_t nonfinite_nodes = 0;
   for (std::size_t i = 0; i < tree.extent(0); ++i) nonfinite_nodes += !std::isfinite(tree(i));
   CHECK(nonfinite_nodes == 0);

@@ -78,6 +78,10 @@ TEMPLATE_TEST_CASE("a training run with planted faults goes on and ends with fin
 
   const auto third = trainer.run_epoch();
   CHECK(third.updates > second.updates);
+  // A poisoned transition is quarantined (priority 0) by the update that
+  // drew it: the 16 of them and the NaN weight cause at most 17 rejections.
+  CHECK(third.nonfinite_total <= first.nonfinite_total + 17);
+  CHECK(third.lr >= second.lr);
   CHECK(std::isfinite(third.loss));
   const auto& w = trainer.learner().weights();
   CHECK(all_finite(space, w.online));

@@ -199,8 +199,18 @@ TEMPLATE_TEST_CASE("a NaN or Inf planted in a batch or a gradient: the update is
 
       CHECK(capture(space, w) == before);
       CHECK(device_metric(space, learner, foxrl::LearnerMetrics::rejected) == 1.0f);
+      // Healthy rows keep their replay priority; a planted reward keeps its
+      // row's non-finite td error, which quarantines the transition.
       const auto td = flat_host(space, learner.td_errors());
-      CHECK(std::none_of(td.begin(), td.end(), [](float x) { return std::isfinite(x); }));
+      int planted_row = -1;
+      if (c.fault == Fault::reward_nan) planted_row = 3;
+      if (c.fault == Fault::reward_inf) planted_row = 11;
+      // (A NaN state is caught in the gradient: the ReLU zeroes it before Q.)
+      for (int i = 0; i < 24; ++i) {
+        INFO("row " << i);
+        if (i == planted_row) CHECK_FALSE(std::isfinite(td[std::size_t(i)]));
+        else CHECK(td[std::size_t(i)] == foxrl::keep_priority_td);
+      }
       auto counters = learner.guard().counters(space);
       CHECK(counters.rejected == 1);
       CHECK(counters.nonfinite == 1);

@@ -33,7 +33,8 @@ struct GuardState {
     snapshots = 7,        ///< snapshots taken (the first at construction)
     losses = 8,           ///< losses in the window (<= window)
     ring_next = 9,        ///< ring position the next loss goes to
-    ring = 10,            ///< [window] losses in insertion order
+    weights_nonfinite = 10,  ///< 1 when the current update found non-finite online weights
+    ring = 11,            ///< [window] losses in insertion order
     sorted = ring + window,  ///< [losses] the same losses, ascending
     count = sorted + window
   };

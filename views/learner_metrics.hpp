@@ -5,6 +5,12 @@
 
 namespace foxrl {
 
+/// The td error a learner hands to ReplayBuffer::update_priorities for a row
+/// whose priority must not change (a rejected update's healthy rows). Any
+/// negative value means that; NaN or +inf means the transition's own target
+/// is broken (e.g. a non-finite reward) and quarantines it at priority 0.
+constexpr float keep_priority_td = -1.0f;
+
 struct LearnerMetrics {
   enum Slot : int {
     loss = 0,         ///< mean over the batch of w_i * loss_i

@@ -360,12 +360,15 @@ struct ReplaySampleFunctor {
   }
 };
 
-/// Priority update of a batch, one launch. Team t owns top-level node t of
-/// the sum tree and everything below it, so no two teams ever write the same
-/// node and no cross-team synchronisation is needed: each team picks its
+/// Priority update of a batch, one launch. Team t owns node t of the owner
+/// level (the top level, or on GPUs the level below it) and everything below
+/// it, so no two teams ever write the same node: each team picks its
 /// entries (a team scan compacts them into scratch), writes their leaves and
-/// recomputes their ancestors level by level (sum_tree_refresh_level), then
-/// raises max_priority_seen with its maximum (atomic max: order-free).
+/// recomputes their ancestors level by level up to its own node
+/// (sum_tree_refresh_level), then raises max_priority_seen with its maximum
+/// (atomic max: order-free). With the owner level below the top, the last
+/// team to finish (ticket) recomputes the top level; every node is still
+/// the left-to-right sum of its children, as with the top-level owners.
 /// Duplicate slots in a batch: the largest priority wins (every occurrence
 /// first clears the leaf, then all take an atomic max; duplicates share a
 /// team), which is deterministic and errs towards replaying the transition.
@@ -390,6 +393,11 @@ struct ReplayUpdateFunctor {
   float eps = 0.0f;
   int refresh_groups = 1;  ///< tree nodes per staged chunk of the refresh
   int scratch_level = 0;   ///< 0 (fast, small) or 1 (large batches)
+  /// Level whose nodes the teams own (one team per node): the top level, or
+  /// (GPUs, trees of 3+ levels) the one below it, for 32x more teams and
+  /// shorter per-team chains; the top level is then refreshed by the last
+  /// team to finish.
+  int owner_level = 0;
 
   /// Scratch bytes per team for `entries` update entries.
   static std::size_t scratch_bytes(int entries, int groups) {
@@ -403,6 +411,7 @@ struct ReplayUpdateFunctor {
     const auto& st = storage;
     const auto& shape = layout.tree_shape;
     const int top = shape.top();
+    const int own = owner_level;
     const std::int64_t owner = team.league_rank();
     scratch_ints local_slot(team.team_scratch(scratch_level), std::size_t(n) + 1);
     detail::scratch_floats<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
@@ -416,7 +425,7 @@ struct ReplayUpdateFunctor {
     Kokkos::parallel_scan(
         Kokkos::TeamThreadRange(team, n), [&](const int i, int& offset, const bool final) {
           const std::int64_t s = idx(i);
-          const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, top) == owner &&
+          const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
                             st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
           if (final && mine) {
             local_slot(offset) = static_cast<std::int32_t>(s);
@@ -427,37 +436,68 @@ struct ReplayUpdateFunctor {
         });
     team.team_barrier();
     const int m = local_slot(n);
-    if (m == 0) return;
-
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
-      st.tree(shape.leaf(local_slot(i))) = 0.0f;
-    });
-    team.team_barrier();
-    float team_max = 0.0f;
-    const float a = alpha;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, m),
-        [&](const int i, float& highest) {
-          const float priority = local_priority(i);
-          Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(priority, a));
-          if (priority > highest) highest = priority;
-        },
-        Kokkos::Max<float>(team_max));
-    team.team_barrier();
-
-    for (int level = 1; level <= top; ++level) {
-      // The top level node is this team's own: refresh it once.
-      const int count = level == top ? 1 : m;
-      sum_tree_refresh_level(
-          team, st.tree, shape, level, count,
-          [&](const int i) -> std::int64_t {
-            return level == top ? owner : SumTreeShape::ancestor(local_slot(i), level);
+    if (m > 0) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
+        st.tree(shape.leaf(local_slot(i))) = 0.0f;
+      });
+      team.team_barrier();
+      float team_max = 0.0f;
+      const float a = alpha;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, m),
+          [&](const int i, float& highest) {
+            const float priority = local_priority(i);
+            Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(priority, a));
+            if (priority > highest) highest = priority;
           },
-          buf);
+          Kokkos::Max<float>(team_max));
+      team.team_barrier();
+
+      for (int level = 1; level <= own; ++level) {
+        // The owned node is this team's own: refresh it once.
+        const int count = level == own ? 1 : m;
+        sum_tree_refresh_level(
+            team, st.tree, shape, level, count,
+            [&](const int i) -> std::int64_t {
+              return level == own ? owner : SumTreeShape::ancestor(local_slot(i), level);
+            },
+            buf);
+      }
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
+      });
     }
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
+    if (own == top) return;
+
+    // Every team (with entries or not) counts itself done; the last one
+    // refreshes the top level from the now final level below it (volatile
+    // loads: other teams wrote those nodes during this launch).
+    Kokkos::memory_fence();
+    team.team_barrier();
+    int last = 0;
+    Kokkos::single(
+        Kokkos::PerTeam(team),
+        [&](int& is_last) {
+          is_last = Kokkos::atomic_fetch_add(&st.teams_done(), 1) == team.league_size() - 1 ? 1 : 0;
+        },
+        last);
+    if (last == 0) return;
+    Kokkos::memory_fence();
+    constexpr int K = sum_tree_fanout;
+    const int top_nodes = static_cast<int>(shape.nodes[top]);
+    const std::int64_t children = shape.offset[top - 1];
+    const std::int64_t parents = shape.offset[top];
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes * K), [&](const int i) {
+      buf(i) = detail::load_volatile(st.tree(children + i));
     });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes), [&](const int g) {
+      float sum = 0.0f;
+      for (int j = 0; j < K; ++j) sum += buf(g * K + j);
+      st.tree(parents + g) = sum;
+    });
+    team.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { st.teams_done() = 0; });
   }
 };
 

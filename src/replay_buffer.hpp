@@ -135,12 +135,20 @@ class ReplayBuffer {
     // Team scratch of a few tens of KB is on-chip on every GPU; larger
     // batches fall back to level 1 (global memory) scratch.
     functor.scratch_level = scratch <= max_fast_scratch ? 0 : 1;
-    // One team per top-level node: each owns a disjoint subtree.
-    const int league = static_cast<int>(layout_.tree_shape.nodes[layout_.tree_shape.top()]);
+    // One team per node of the owner level: each owns a disjoint subtree.
+    const int top = layout_.tree_shape.top();
+    functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
+    const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
     Kokkos::TeamPolicy<ExecSpace> policy(space, league, update_team_size_);
     policy.set_scratch_size(functor.scratch_level, Kokkos::PerTeam(scratch));
     Kokkos::parallel_for("foxrl::Replay::update_priorities", light(policy), functor);
   }
+
+  /// Which tree level's nodes the priority update's teams own: the level
+  /// below the top (true; the default on GPUs) or the top (host backends).
+  /// Both give the same tree bit for bit; this only moves work between
+  /// teams (tests run both on every backend).
+  void set_update_owner_below_top(bool below) { update_below_top_ = below; }
 
   /// Transitions stored: min(inserted, capacity).
   std::int64_t size() const { return std::min(inserted_, layout_.capacity); }
@@ -330,12 +338,16 @@ class ReplayBuffer {
     constexpr bool device =
         !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
     {
-      // Teams of the update each own a subtree with ~batch / 32 entries:
-      // 64 nodes of children (8 KB) per staged chunk cover them at once.
+      // Devices: one team of 128 threads per node below the top level (1024
+      // teams at 2^20 slots, ~1 entry each at a batch of 1024): short
+      // chains spread over every SM. Host backends: one thread per
+      // top-level node (fewer teams scanning the batch). 64 nodes of
+      // children (8 KB) per staged chunk.
       kernels::ReplayUpdateFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      update_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      update_team_size_ = device ? std::min(128, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
       update_refresh_groups_ = 64;
+      update_below_top_ = device;
     }
     {
       // Team 0 refreshes the ancestors of 4096 contiguous leaves: 129
@@ -369,6 +381,7 @@ class ReplayBuffer {
   std::uint64_t sample_calls_ = 0;
   int update_team_size_ = 1;
   int update_refresh_groups_ = 64;
+  bool update_below_top_ = false;  ///< owner level below the top (GPUs)
   int insert_team_size_ = 1;
   int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;

@@ -381,11 +381,14 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
     int max_update;
     int steps;
   };
+  std::map<std::int64_t, std::vector<float>> final_tree;  // per capacity, top-owner run
+  for (const bool below_top : {false, true})
   for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
-  INFO("capacity " << c.capacity);
+  INFO("capacity " << c.capacity << ", update teams own nodes " << (below_top ? "below the top" : "at the top"));
   const Synthetic syn{c.num_envs, 2, 3, 0};
   auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
   foxrl::ReplayBuffer<Exec> buffer(space, config);
+  buffer.set_update_owner_below_top(below_top);
   PriorityModel model(c.capacity, config.alpha, config.eps);
 
   std::mt19937_64 rng(7);
@@ -409,6 +412,11 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
     INFO("step " << step);
     check_tree(buffer, model);
   }
+  // Same draws, same tree bit for bit, whichever level the teams own.
+  const auto tree = to_host(buffer.storage().tree);
+  std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
+  if (!below_top) final_tree[c.capacity] = flat;
+  else CHECK(flat == final_tree[c.capacity]);
   }
 }
 

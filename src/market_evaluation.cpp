@@ -51,10 +51,20 @@ std::string EvaluationReport::table() const {
   std::snprintf(line, sizeof line, "%-22s %12s %8s %12s %10s %9s\n", "strategy", "total return", "Sharpe",
                 "max drawdown", "turnover", "hit rate");
   out << line;
+  // Compounded returns over long test splits can reach astronomic values
+  // (e.g. on a synthetic market): those print in scientific notation so the
+  // columns stay aligned.
+  auto percent = [](double fraction) {
+    char text[32];
+    const double p = 100 * fraction;
+    if (std::isfinite(p) && std::fabs(p) >= 1e7) std::snprintf(text, sizeof text, "%.3e%%", p);
+    else std::snprintf(text, sizeof text, "%.2f%%", p);
+    return std::string(text);
+  };
   for (const auto& s : strategies) {
     const auto& m = s.metrics;
-    std::snprintf(line, sizeof line, "%-22s %11.2f%% %8.2f %11.2f%% %10.4f %8.1f%%\n", s.name.c_str(),
-                  100 * m.total_return, m.sharpe, 100 * m.max_drawdown, m.turnover, 100 * m.hit_rate);
+    std::snprintf(line, sizeof line, "%-22s %12s %8.2f %11.2f%% %10.4f %8.1f%%\n", s.name.c_str(),
+                  percent(m.total_return).c_str(), m.sharpe, 100 * m.max_drawdown, m.turnover, 100 * m.hit_rate);
     out << line;
   }
   return out.str();

@@ -1,5 +1,6 @@
 #include "atomic_file.hpp"
 #include "error.hpp"
+#include "market_evaluation.hpp"
 #include "svg_chart.hpp"
 
 #include <catch2/catch.hpp>
@@ -43,4 +44,26 @@ TEST_CASE("line chart holds one path per series, a legend, and skips non-finite 
   for (char c : agent) moves += c == 'M';
   CHECK(moves == 2);
   CHECK_THAT(svg, !Catch::Contains("nan"));
+}
+
+TEST_CASE("evaluation table keeps its columns for ordinary and astronomic returns", "[io][evaluation]") {
+  foxrl::EvaluationReport report;
+  report.split_description = "test split";
+  report.bars = 10;
+  foxrl::StrategyResult agent, flat;
+  agent.name = "agent (greedy DQN)";
+  agent.metrics.total_return = 5.344e53;  // compounding on a synthetic market
+  agent.metrics.sharpe = 50.2;
+  flat.name = "always flat";
+  flat.metrics.total_return = -0.1234;
+  report.strategies = {agent, flat};
+  const std::string table = report.table();
+  CHECK_THAT(table, Catch::Contains("5.344e+55%"));
+  CHECK_THAT(table, Catch::Contains("-12.34%"));
+  // Every row is as wide as the header.
+  std::istringstream lines(table);
+  std::string line, header;
+  std::getline(lines, line);  // "Evaluation on ..."
+  std::getline(lines, header);
+  while (std::getline(lines, line)) CHECK(line.size() == header.size());
 }

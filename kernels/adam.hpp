@@ -109,7 +109,7 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
   policy_type policy(space, teams, team_size);
   Kokkos::parallel_for(
       "foxrl::kernels::gradient_sq_norm",
-      policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * sums * team_size)),
+      compat::light(policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * sums * team_size))),
       KOKKOS_LAMBDA(const member_type& team) {
         const int rank = team.team_rank();
         const int size = team.team_size();
@@ -212,7 +212,7 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
   const std::size_t rows = td.extent(0);
   const std::size_t threads = (n + T::per_thread - 1) / T::per_thread;
   Kokkos::parallel_for(
-      "foxrl::kernels::adam_update", Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1),
+      "foxrl::kernels::adam_update", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1)),
       KOKKOS_LAMBDA(std::size_t t) {
         const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
         if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;

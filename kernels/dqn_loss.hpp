@@ -219,8 +219,8 @@ void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memo
   const bool split = teams > 1 && args.scratch.holds(need);
   f.rows_per_team = split ? T::rows_per_team : f.batch;
   typename F::policy_type policy(space, split ? teams : 1, split ? T::team_size : (T::team_size > 1 ? 512 : 1));
-  Kokkos::parallel_for("foxrl::kernels::dqn_loss",
-                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * f.sums * policy.team_size())), f);
+  policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * f.sums * policy.team_size()));
+  Kokkos::parallel_for("foxrl::kernels::dqn_loss", compat::light(policy), f);
 }
 
 /// Q-values [R, A] and greedy actions [R] from a dueling head output

@@ -58,7 +58,7 @@ void record_step_and_emit(const ExecSpace& space,
   // the d == 0 thread of each env also writes the env's scalars.
   Kokkos::parallel_for(
       "foxrl::NStep::record_step_and_emit",
-      Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<std::int64_t>(num_envs) * dim),
+      compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<std::int64_t>(num_envs) * dim)),
       KOKKOS_LAMBDA(std::int64_t flat) {
         const int env = static_cast<int>(flat / dim);
         const int d = static_cast<int>(flat % dim);

@@ -130,7 +130,7 @@ class ActionSelector {
     const bool from_q = q.data() != nullptr;
     const int n = static_cast<int>(actions.extent(0));
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(int i) {
+        label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
           std::int64_t step = host_step;
           float e = eps;
           if (e < 0) {

@@ -195,7 +195,7 @@ class CartPoleEnv {
   /// Same, writing the step result into caller-owned Views (e.g. storage the
   /// collector hands on), sized [N, 4] and [N].
   void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
-    Kokkos::parallel_for("foxrl::CartPole::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_),
+    Kokkos::parallel_for("foxrl::CartPole::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_)),
                          functor(actions, out));
   }
 

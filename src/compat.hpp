@@ -47,6 +47,17 @@ ExecSpace make_host_instance() {
 #endif
 }
 
+/// `policy` with Kokkos' lightweight-kernel hint. On CUDA it passes a
+/// functor of 512 B .. 4 KB as a kernel argument; without it Kokkos copies
+/// such functors to constant memory and first waits on the host for the
+/// previous constant-memory kernel to finish, which drains the stream's
+/// queue every iteration. Every hot-path launch with a large functor (many
+/// Views) takes it.
+template <class Policy>
+auto light(const Policy& policy) {
+  return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+}
+
 }  // namespace foxrl::compat
 
 // Math functions moved from Kokkos::Experimental to Kokkos in 3.7/4.0.

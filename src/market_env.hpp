@@ -257,7 +257,7 @@ class MarketEnv {
 
   /// Same, writing the step result into caller-owned Views.
   void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
-    Kokkos::parallel_for("foxrl::MarketEnv::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_),
+    Kokkos::parallel_for("foxrl::MarketEnv::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_)),
                          functor(actions, out));
     const auto f = market_.features();
     const FeatureSet set = config_.observation.set;

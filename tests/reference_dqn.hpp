@@ -3,6 +3,7 @@
 // double-DQN loss, written independently of the kernels, for the tests to
 // compare against (and to take finite differences of).
 
+#include "batch.hpp"
 #include "compat.hpp"
 #include "dqn_loss.hpp"
 #include "network_layout.hpp"
@@ -141,6 +142,28 @@ Kokkos::View<T*, typename Exec::memory_space> to_device(const Exec& space, const
   Kokkos::deep_copy(space, d, h);
   foxrl::compat::fence(space, "foxrl::test::copy");
   return d;
+}
+
+
+/// A RefBatch as a device Batch (replay indices 0).
+template <class Exec>
+foxrl::Batch<typename Exec::memory_space> to_device(const Exec& space, const RefBatch& b) {
+  foxrl::Batch<typename Exec::memory_space> d;
+  d.states = to_device(space, b.states, b.size, b.obs_dim);
+  d.next_states = to_device(space, b.next_states, b.size, b.obs_dim);
+  d.actions = to_device(space, b.actions);
+  d.rewards = to_device(space, b.rewards);
+  d.discounts = to_device(space, b.discounts);
+  d.is_weights = to_device(space, b.is_weights);
+  d.indices = to_device(space, std::vector<std::int64_t>(b.size, 0));
+  return d;
+}
+
+/// A host copy of a rank-1 float View as a vector (fences: tests only).
+template <class Exec, class View>
+std::vector<float> flat_host(const Exec& space, const View& v) {
+  const auto h = to_host(space, v);
+  return std::vector<float>(h.data(), h.data() + h.extent(0));
 }
 
 }  // namespace foxrl::test

@@ -41,24 +41,8 @@ foxrl::DqnLearnerConfig small_config(foxrl::DenseBackend backend) {
   return c;
 }
 
-template <class Exec>
-foxrl::Batch<typename Exec::memory_space> to_device(const Exec& space, const RefBatch& b) {
-  foxrl::Batch<typename Exec::memory_space> d;
-  d.states = foxrl::test::to_device(space, b.states, b.size, b.obs_dim);
-  d.next_states = foxrl::test::to_device(space, b.next_states, b.size, b.obs_dim);
-  d.actions = foxrl::test::to_device(space, b.actions);
-  d.rewards = foxrl::test::to_device(space, b.rewards);
-  d.discounts = foxrl::test::to_device(space, b.discounts);
-  d.is_weights = foxrl::test::to_device(space, b.is_weights);
-  d.indices = foxrl::test::to_device(space, std::vector<std::int64_t>(b.size, 0));
-  return d;
-}
-
-template <class Exec, class View>
-std::vector<float> flat_host(const Exec& space, const View& v) {
-  const auto h = foxrl::test::to_host(space, v);
-  return std::vector<float>(h.data(), h.data() + h.extent(0));
-}
+using foxrl::test::flat_host;
+using foxrl::test::to_device;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

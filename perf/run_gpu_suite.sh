@@ -5,14 +5,14 @@
 # PyTorch and JAX peers (when ANCHORS points at their programs) on the same
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
-# STAGES is a comma list out of build,tests,bench,profile,learn,epoch,data,
-# peers (default: all but profile). OUTDIR receives summary.txt, benchmarks.jsonl and one
+# STAGES is a comma list out of build,tests,bench,profile,pytorch,learn,
+# epoch,data,peers (default: all but profile). OUTDIR receives summary.txt, benchmarks.jsonl and one
 # logs.tgz holding every log, so that a transfer limited to a few files
 # brings everything back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: perf/run_gpu_suite.sh OUTDIR [STAGES]}"
-stages=",${2:-build,tests,bench,learn,epoch,data,peers},"
+stages=",${2:-build,tests,bench,pytorch,learn,epoch,data,peers},"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 logs="$(mktemp -d)"
@@ -55,6 +55,11 @@ if want profile; then
     --config perf/configs/market-throughput.json --iterations 60 --repeats 1
   prof replay --kernel-name-base demangled -k 'regex:ReplaySample|ReplayUpdate|ReplayGather' --launch-skip 20 \
     --launch-count 6 "$bin/perf/foxrl_bench_replay"
+fi
+if want pytorch; then
+  # A foxrl checkpoint loaded in PyTorch through safetensors: same Q-values.
+  "$bin/perf/foxrl_bench_update" --dense portable --repeats 3 --export-checkpoint "$logs" > /dev/null 2> "$logs/export.err"
+  python3 docs/load_checkpoint_in_pytorch.py "$logs" --device cuda 2>&1 | tail -3 | tee -a "$summary"
 fi
 if want learn; then
   # CartPole-v1 learning (the CI test's config) on this backend, with its wall time.

@@ -140,11 +140,8 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
           for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
         if (!arrive_last(team, ticket, static_cast<unsigned>(league))) return;
         if (rank == 0) {
-          float total = 0.0f, total_bad = 0.0f;
-          for (int t = 0; t < league; ++t) {
-            total += read_partial(global, std::size_t(t) * sums);
-            if (scan) total_bad += read_partial(global, std::size_t(t) * sums + 1);
-          }
+          const float total = sum_partials(global, league, std::size_t(sums), 0);
+          const float total_bad = scan ? sum_partials(global, league, std::size_t(sums), 1) : 0.0f;
           finish(total, total_bad);
         }
       });

@@ -389,9 +389,7 @@ struct ReluBackwardFunctor {
     if (!arrive_last(team, tickets + tile, static_cast<unsigned>(row_chunks))) return;
     if (lane == 0)
       store(c0, tc, [&](int, int idx) {
-        float s = 0.0f;
-        for (int k = 0; k < row_chunks; ++k) s += read_partial(partials, std::size_t(k) * values * a.cols + idx);
-        return s;
+        return sum_partials(partials, row_chunks, std::size_t(values) * std::size_t(a.cols), std::size_t(idx));
       });
   }
 

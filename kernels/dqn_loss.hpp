@@ -174,9 +174,7 @@ struct DqnLossFunctor {
     if (!arrive_last(team, args.scratch.tickets.data(), static_cast<unsigned>(teams))) return;
     if (rank == 0)
       finish([&](int s) {
-        float total = 0.0f;
-        for (int t = 0; t < teams; ++t) total += read_partial(global, std::size_t(t) * sums + s);
-        return total;
+        return sum_partials(global, teams, std::size_t(sums), std::size_t(s));
       });
   }
 

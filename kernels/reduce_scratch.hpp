@@ -67,5 +67,23 @@ KOKKOS_INLINE_FUNCTION float read_partial(const float* p, std::size_t i) {
   return static_cast<const volatile float*>(p)[i];
 }
 
+/// sum over k < count of p[k * stride + offset] (read_partial), added in k
+/// order from 0. The loads go out 32 at a time before their adds: a loop
+/// that adds each partial as it loads it waits one memory latency per
+/// partial, which for a few hundred teams costs more than the reduction.
+KOKKOS_INLINE_FUNCTION float sum_partials(const float* p, int count, std::size_t stride, std::size_t offset) {
+  constexpr int batch = 32;
+  float total = 0.0f;
+  for (int k0 = 0; k0 < count; k0 += batch) {
+    const int m = count - k0 < batch ? count - k0 : batch;
+    float v[batch];
+    for (int j = 0; j < batch; ++j)
+      if (j < m) v[j] = read_partial(p, std::size_t(k0 + j) * stride + offset);
+    for (int j = 0; j < batch; ++j)
+      if (j < m) total += v[j];
+  }
+  return total;
+}
+
 }  // namespace kernels
 }  // namespace foxrl

@@ -47,10 +47,15 @@ template <class ExecSpace,
           bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
 struct OptimizerTiling {
   static constexpr int team_size = 1, per_thread = 4096, max_teams = 64;
+  static constexpr int adam_per_thread = 4096;
 };
 template <class ExecSpace>
 struct OptimizerTiling<ExecSpace, false> {
   static constexpr int team_size = 256, per_thread = 8, max_teams = 528;
+  // One parameter per Adam thread: with several, each element's stores may
+  // alias the next one's loads, so a thread waits one memory latency per
+  // element instead of overlapping them.
+  static constexpr int adam_per_thread = 1;
 };
 
 /// Teams gradient_sq_norm spreads `n` elements over (its ReduceScratch
@@ -207,15 +212,15 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
   const auto snap_m = guard.snapshot_m, snap_v = guard.snapshot_v;
   const auto td = guard.td_errors;
   const std::size_t rows = td.extent(0);
-  const std::size_t threads = (n + T::per_thread - 1) / T::per_thread;
+  const std::size_t threads = (n + T::adam_per_thread - 1) / T::adam_per_thread;
   Kokkos::parallel_for(
       "foxrl::kernels::adam_update", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1)),
       KOKKOS_LAMBDA(std::size_t t) {
         const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
         if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
-        const std::size_t begin = host ? t * T::per_thread : t;
+        const std::size_t begin = host ? t * T::adam_per_thread : t;
         const std::size_t stride = host ? 1 : threads;
-        const std::size_t end = host ? (begin + T::per_thread < n ? begin + T::per_thread : n) : n;
+        const std::size_t end = host ? (begin + T::adam_per_thread < n ? begin + T::adam_per_thread : n) : n;
         // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
         float lr = h.lr;
         if (guarded) {

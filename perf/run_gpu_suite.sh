@@ -21,7 +21,13 @@ bin="build/$preset"
 summary="$out/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
-want() { [[ "$stages" == *",$1,"* ]]; }
+suite_start=$(date +%s)
+# DEADLINE (seconds since the start): stages not begun by then are skipped,
+# so a time-limited call still returns its logs.
+want() {
+  [[ "$stages" == *",$1,"* ]] || return 1
+  if [ $(( $(date +%s) - suite_start )) -gt "${DEADLINE:-1000000}" ]; then note "skipped $1 (deadline)"; return 1; fi
+}
 seconds_since() { python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$1"; }
 finish() { tar czf "$out/logs.tgz" -C "$logs" . ; rm -rf "$logs"; }
 trap finish EXIT
@@ -85,7 +91,7 @@ if want data && [ -n "${DATA:-}" ] && [ -d "$DATA" ]; then
   done
 fi
 if want peers && [ -n "${ANCHORS:-}" ] && [ -d "$ANCHORS" ]; then
-  (cd "$ANCHORS/.." && for cfg in market-throughput cartpole-throughput; do
+  (cd "$ANCHORS/.." && for cfg in ${PEER_CONFIGS:-market-throughput cartpole-throughput}; do
      timeout 240 python3 anchors/jax_dqn.py --config "$cfg" --results "$out/anchors.jsonl" > "$logs/anchors_jax_$cfg.log" 2>&1
      timeout 240 python3 anchors/torch_dqn.py --config "$cfg" --mode graph --results "$out/anchors.jsonl" > "$logs/anchors_torch_$cfg.log" 2>&1
    done

@@ -34,10 +34,11 @@ class EpisodeStats {
         finished_now_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::finished_now")) {}
 
   /// Adds one step's rewards; episodes that ended (terminated or truncated)
-  /// enter the ring in env order after the ones already counted. Up to
-  /// `single_team_envs` envs: one launch (one team scans the envs, its last
-  /// thread advances the count); more: a device-wide scan and a one-thread
-  /// launch that advances the count.
+  /// enter the ring in env order after the ones already counted. Two
+  /// launches: a device-wide scan places this step's finished episodes,
+  /// then one thread advances the count. (A one-launch team scan gave wrong
+  /// ring slots on CUDA with a team of 1024 threads; the test below every
+  /// backend runs catches that.)
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {
@@ -46,50 +47,26 @@ class EpisodeStats {
     const auto count = count_;
     const auto finished_now = finished_now_;
     const int n = static_cast<int>(running.extent(0));
-    // One env's step: its return so far, and its slot in the ring if done.
-    auto step = [=] KOKKOS_FUNCTION(int i, std::int64_t& finished_before, bool final_pass, std::int64_t base) {
-      const bool done = terminated(i) != 0 || truncated(i) != 0;
-      if (final_pass) {
-        const float ret = running(i) + rewards(i);
-        if (done) {
-          ring(static_cast<int>((base + finished_before) % window)) = ret;
-          running(i) = 0.f;
-        } else {
-          running(i) = ret;
-        }
-      }
-      if (done) finished_before += 1;
-    };
-    if (n <= single_team_envs) {
-      using policy = Kokkos::TeamPolicy<ExecSpace>;
-      constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
-      Kokkos::parallel_for(
-          "foxrl::EpisodeStats::record", policy(space, 1, host ? 1 : 1024),
-          KOKKOS_LAMBDA(const typename policy::member_type& team) {
-            // Every thread reads the count before the scan's barriers; the
-            // last env's final pass then writes the new count.
-            const std::int64_t base = count();
-            Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, n),
-                                  [&](int i, std::int64_t& finished_before, bool final_pass) {
-                                    step(i, finished_before, final_pass, base);
-                                    if (final_pass && i == n - 1) count() = base + finished_before;
-                                  });
-          });
-      return;
-    }
     Kokkos::parallel_scan(
         "foxrl::EpisodeStats::record", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
         KOKKOS_LAMBDA(int i, std::int64_t& finished_before, bool final_pass) {
-          step(i, finished_before, final_pass, count());
+          const bool done = terminated(i) != 0 || truncated(i) != 0;
+          if (final_pass) {
+            const float ret = running(i) + rewards(i);
+            if (done) {
+              ring(static_cast<int>((count() + finished_before) % window)) = ret;
+              running(i) = 0.f;
+            } else {
+              running(i) = ret;
+            }
+          }
+          if (done) finished_before += 1;
           if (final_pass && i == n - 1) finished_now() = finished_before;
         });
     Kokkos::parallel_for(
         "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
         KOKKOS_LAMBDA(int) { count() += finished_now(); });
   }
-
-  /// Envs up to which record() is a single launch (one team).
-  static constexpr int single_team_envs = 1 << 16;
 
   /// The device state (saved and restored on resume): per-env running
   /// returns, the ring of finished returns, and the finished-episode count.

@@ -37,8 +37,8 @@ class EpisodeStats {
   /// enter the ring in env order after the ones already counted. Two
   /// launches: a device-wide scan places this step's finished episodes,
   /// then one thread advances the count. (A one-launch team scan gave wrong
-  /// ring slots on CUDA with a team of 1024 threads; the test below every
-  /// backend runs catches that.)
+  /// ring slots on CUDA with a team of 1024 threads;
+  /// tests/test_episode_stats.cpp catches that on every backend.)
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {

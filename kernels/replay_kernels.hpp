@@ -27,6 +27,23 @@ KOKKOS_INLINE_FUNCTION T load_volatile(const T& ref) {
   return *static_cast<const volatile T*>(&ref);
 }
 
+/// Called by every thread of every team once its writes are done: publishes
+/// them device-wide, counts the team done, and is true (in every thread of
+/// the team) for the last team of the launch, which may then read what all
+/// teams wrote (volatile loads) and must reset `teams_done` to 0.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool last_team_to_finish(const Member& team, std::int32_t& teams_done) {
+  Kokkos::memory_fence();
+  team.team_barrier();
+  int last = 0;
+  Kokkos::single(
+      Kokkos::PerTeam(team),
+      [&](int& is_last) { is_last = Kokkos::atomic_fetch_add(&teams_done, 1) == team.league_size() - 1 ? 1 : 0; },
+      last);
+  if (last != 0) Kokkos::memory_fence();
+  return last != 0;
+}
+
 /// Largest finite float: "no mass seen yet" for the sample kernel's batch
 /// minimum (kept finite so fast-math builds cannot fold comparisons).
 inline constexpr float no_mass = FLT_MAX;
@@ -316,18 +333,7 @@ struct ReplaySampleFunctor {
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min));
     });
-    Kokkos::memory_fence();
-    team.team_barrier();
-    int last = 0;
-    Kokkos::single(
-        Kokkos::PerTeam(team),
-        [&](int& is_last) {
-          is_last = Kokkos::atomic_fetch_add(&st.teams_done(), 1) == team.league_size() - 1 ? 1 : 0;
-        },
-        last);
-    if (last == 0) return;
-
-    Kokkos::memory_fence();
+    if (!detail::last_team_to_finish(team, st.teams_done())) return;
     const float lowest = detail::bits_float(detail::load_volatile(st.batch_min_mass()));
     const float exponent = beta;
     const int n = batch_size;
@@ -472,17 +478,7 @@ struct ReplayUpdateFunctor {
     // Every team (with entries or not) counts itself done; the last one
     // refreshes the top level from the now final level below it (volatile
     // loads: other teams wrote those nodes during this launch).
-    Kokkos::memory_fence();
-    team.team_barrier();
-    int last = 0;
-    Kokkos::single(
-        Kokkos::PerTeam(team),
-        [&](int& is_last) {
-          is_last = Kokkos::atomic_fetch_add(&st.teams_done(), 1) == team.league_size() - 1 ? 1 : 0;
-        },
-        last);
-    if (last == 0) return;
-    Kokkos::memory_fence();
+    if (!detail::last_team_to_finish(team, st.teams_done())) return;
     constexpr int K = sum_tree_fanout;
     const int top_nodes = static_cast<int>(shape.nodes[top]);
     const std::int64_t children = shape.offset[top - 1];

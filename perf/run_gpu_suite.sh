@@ -29,7 +29,9 @@ want() {
   if [ $(( $(date +%s) - suite_start )) -gt "${DEADLINE:-1000000}" ]; then note "skipped $1 (deadline)"; return 1; fi
 }
 seconds_since() { python3 -c "import time,sys; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$1"; }
-finish() { tar czf "$out/logs.tgz" -C "$logs" . ; rm -rf "$logs"; }
+# Checkpoints and trainer states (the replay buffer: hundreds of MB) stay
+# out of the archive; the logs, metrics and charts go in.
+finish() { tar czf "$out/logs.tgz" --exclude='*.safetensors' --exclude='*.bin' -C "$logs" . ; rm -rf "$logs"; }
 trap finish EXIT
 
 if want build; then

@@ -1,5 +1,6 @@
 // foxrl collect: record a dataset of transitions for offline training, with
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
+#include "execution_context.hpp"
 #include "collect.hpp"
 #include "commands.hpp"
 #include "run_manifest.hpp"
@@ -26,7 +27,9 @@ int run_collect(CollectArgs args) {
     o.config = RunManifest::read(o.run_dir).config;
   }
   o.config.apply_overrides(args.overrides);
-  const auto summary = collect_dataset(Kokkos::DefaultExecutionSpace(), o);
+  // The run's one stream, as in train and rollout.
+  ExecutionContext<> context(o.config.seed);
+  const auto summary = collect_dataset(context.space(), o);
   std::cout << "foxrl collect: " << summary.transitions << " transitions of " << o.config.env << " ("
             << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
             << " features, policy " << o.policy << ") written to " << o.out_path << "\n";

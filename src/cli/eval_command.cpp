@@ -1,5 +1,6 @@
 // foxrl eval: the greedy policy of a run on a time split of its market data
 // (or another CSV), next to buy-and-hold, always-flat and random.
+#include "execution_context.hpp"
 #include "atomic_file.hpp"
 #include "commands.hpp"
 #include "market_evaluation.hpp"
@@ -20,8 +21,9 @@ struct EvalArgs {
 
 int run_eval(const EvalArgs& args) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  const Exec space;
   const RunManifest manifest = RunManifest::read(args.run_dir);
+  ExecutionContext<Exec> context(manifest.config.seed);
+  const Exec& space = context.space();
   TrainConfig config = manifest.config;
   if (config.env != "market") throw UsageError("foxrl eval: the run trained on " + config.env + "; eval is for market runs");
   if (!args.data.empty()) config.data = args.data;

@@ -1,6 +1,7 @@
 // foxrl infer: Q-values and greedy action of a trained market policy for
 // each bar of a CSV (or only the latest), as CSV or JSON: what a trading
 // system calls.
+#include "execution_context.hpp"
 #include "commands.hpp"
 #include "market_data.hpp"
 #include "policy.hpp"
@@ -26,11 +27,12 @@ struct InferArgs {
 const char* const kActionNames[] = {"short", "flat", "long"};
 
 int run_infer(const InferArgs& args) {
-  Policy<> policy(Kokkos::DefaultExecutionSpace(), args.run_dir);
+  ExecutionContext<> context;
+  const auto& space = context.space();
+  Policy<> policy(space, args.run_dir);
   LoadOptions options;
   options.skip_bad_rows = args.skip_bad_rows;
   const MarketSeries series = load_market_csv(args.data, options);
-  const Kokkos::DefaultExecutionSpace space = Kokkos::DefaultExecutionSpace();
   const auto d = policy.decide_market(space, series, args.position, args.latest);
   if (args.format == "json") {
     nlohmann::json out = nlohmann::json::array();

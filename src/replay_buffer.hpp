@@ -86,7 +86,7 @@ class ReplayBuffer {
     Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, insert_team_size_);
     policy.set_scratch_size(
         0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
-    Kokkos::parallel_for("foxrl::Replay::insert", light(policy), functor);
+    Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), functor);
     inserted_ += config_.num_envs;
   }
 
@@ -141,7 +141,7 @@ class ReplayBuffer {
     const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
     Kokkos::TeamPolicy<ExecSpace> policy(space, league, update_team_size_);
     policy.set_scratch_size(functor.scratch_level, Kokkos::PerTeam(scratch));
-    Kokkos::parallel_for("foxrl::Replay::update_priorities", light(policy), functor);
+    Kokkos::parallel_for("foxrl::Replay::update_priorities", compat::light(policy), functor);
   }
 
   /// Which tree level's nodes the priority update's teams own: the top
@@ -189,14 +189,6 @@ class ReplayBuffer {
   template <class View>
   static std::size_t bytes(const View& v) {
     return v.span() * sizeof(typename View::value_type);
-  }
-
-  /// Passes the functor as a kernel argument (up to 4 KB) instead of
-  /// Kokkos' default for functors over 512 bytes on CUDA (a copy to constant
-  /// memory, which waits for the previous such kernel and adds a copy to the
-  /// stream per launch).
-  static auto light(const Kokkos::TeamPolicy<ExecSpace>& policy) {
-    return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   }
 
   static constexpr std::size_t max_fast_scratch = 32 * 1024;
@@ -278,7 +270,7 @@ class ReplayBuffer {
     Kokkos::TeamPolicy<ExecSpace> policy(space, league, sample_team_size_);
     policy.set_scratch_size(
         0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_rows_per_team_)));
-    Kokkos::parallel_for(label, light(policy), functor);
+    Kokkos::parallel_for(label, compat::light(policy), functor);
     if (given.extent(0) == 0) ++sample_calls_;
     return out;
   }

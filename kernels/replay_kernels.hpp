@@ -168,46 +168,56 @@ struct ReplayInsertFunctor {
     const std::int64_t head = st.boundary_head();
     const float mass = priority_mass(st.max_priority(), alpha);
 
-    Kokkos::parallel_scan(
-        Kokkos::TeamThreadRange(team, lay.num_envs),
-        [&](const int i, std::int64_t& offset, const bool final) {
-          const bool boundary = in.next_is_successor(i) == 0;
-          if (final) {
-            const std::int64_t g = base + i;
-            const std::int64_t s = slot(i);
-            if (boundary) {
-              const std::int64_t row = (head + offset) % lay.boundary_capacity;
-              const std::int64_t owner = st.boundary_owner(row);
-              std::int32_t evicted = -1;
-              if (owner >= 0 && owner >= live_from) {
-                // The pool is smaller than the ring: the oldest boundary
-                // transition still live loses its next observation, so it
-                // must never be sampled again.
-                const std::int64_t old_slot = owner % lay.capacity;
-                st.next_ref(old_slot) = replay_next_evicted;
-                st.tree(shape.leaf(old_slot)) = 0.0f;
-                evicted = static_cast<std::int32_t>(old_slot);
-                Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
-              }
-              // Indexed by boundary ordinal: the refresh below walks only
-              // the boundaries, not every row.
-              st.evicted_slots(offset) = evicted;
-              st.boundary_owner(row) = g;
-              st.next_ref(s) = static_cast<std::int32_t>(row);
-            } else {
-              st.next_ref(s) = replay_next_is_successor;
-            }
-            st.tree(shape.leaf(s)) = mass;
-          }
-          if (boundary) offset += 1;
-        });
     std::int64_t boundaries = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, lay.num_envs),
         [&](const int i, std::int64_t& count) { count += in.next_is_successor(i) == 0 ? 1 : 0; },
         boundaries);
+    if (boundaries == 0) {
+      // Most inserts (every one between episode ends): no boundary ordinals
+      // to number, so no team scan.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
+        const std::int64_t s = slot(i);
+        st.next_ref(s) = replay_next_is_successor;
+        st.tree(shape.leaf(s)) = mass;
+      });
+    } else {
+      Kokkos::parallel_scan(
+          Kokkos::TeamThreadRange(team, lay.num_envs),
+          [&](const int i, std::int64_t& offset, const bool final) {
+            const bool boundary = in.next_is_successor(i) == 0;
+            if (final) {
+              const std::int64_t g = base + i;
+              const std::int64_t s = slot(i);
+              if (boundary) {
+                const std::int64_t row = (head + offset) % lay.boundary_capacity;
+                const std::int64_t owner = st.boundary_owner(row);
+                std::int32_t evicted = -1;
+                if (owner >= 0 && owner >= live_from) {
+                  // The pool is smaller than the ring: the oldest boundary
+                  // transition still live loses its next observation, so it
+                  // must never be sampled again.
+                  const std::int64_t old_slot = owner % lay.capacity;
+                  st.next_ref(old_slot) = replay_next_evicted;
+                  st.tree(shape.leaf(old_slot)) = 0.0f;
+                  evicted = static_cast<std::int32_t>(old_slot);
+                  Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
+                }
+                // Indexed by boundary ordinal: the refresh below walks only
+                // the boundaries, not every row.
+                st.evicted_slots(offset) = evicted;
+                st.boundary_owner(row) = g;
+                st.next_ref(s) = static_cast<std::int32_t>(row);
+              } else {
+                st.next_ref(s) = replay_next_is_successor;
+              }
+              st.tree(shape.leaf(s)) = mass;
+            }
+            if (boundary) offset += 1;
+          });
+    }
     team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
+    if (boundaries > 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
 
     if (boundaries > 0) {
       // Boundaries are rare (about n / episode length of the rows): a thread
@@ -427,19 +437,23 @@ struct ReplayUpdateFunctor {
     const auto& td = td_abs;
     const std::int64_t size = filled;
     const float e = eps;
-    // local_slot(n) carries the count of this team's entries.
-    Kokkos::parallel_scan(
-        Kokkos::TeamThreadRange(team, n), [&](const int i, int& offset, const bool final) {
-          const std::int64_t s = idx(i);
-          const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
-                            st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
-          if (final && mine) {
-            local_slot(offset) = static_cast<std::int32_t>(s);
-            local_priority(offset) = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
-          }
-          if (mine) offset += 1;
-          if (final && i == n - 1) local_slot(n) = offset;
-        });
+    // This team's entries, compacted through a counter in team scratch
+    // (local_slot(n)). Their order is arbitrary and does not matter: leaves
+    // take the max over duplicates, refreshed nodes are recomputed from
+    // their children, and the team maximum is a max; the tree comes out the
+    // same bit for bit. (A team scan would give a fixed order at the cost of
+    // a barrier chain per team-sized block of the batch.)
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { local_slot(n) = 0; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) {
+      const std::int64_t s = idx(i);
+      const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
+                        st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
+      if (!mine) return;
+      const int at = Kokkos::atomic_fetch_add(&local_slot(n), 1);
+      local_slot(at) = static_cast<std::int32_t>(s);
+      local_priority(at) = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
+    });
     team.team_barrier();
     const int m = local_slot(n);
     if (m > 0) {

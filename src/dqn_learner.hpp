@@ -230,10 +230,11 @@ class DqnLearner {
   /// argmax_a Q_online(states, a) per row (lowest index on ties).
   void greedy_actions(const ExecSpace& space, const ConstMatrix<memory_space>& states,
                       const Kokkos::View<std::int32_t*, memory_space>& actions_out) {
-    const int R = infer_trunk(space, states, "greedy_actions");
-    if (actions_out.extent(0) != std::size_t(R))
-      throw UsageError("foxrl::DqnLearner::greedy_actions: actions_out must have " + std::to_string(R) + " rows");
-    kernels::dueling_q_values(space, rows(online_head_, 0, R), MutableMatrix<memory_space>(), actions_out);
+    if (actions_out.extent(0) != states.extent(0))
+      throw UsageError("foxrl::DqnLearner::greedy_actions: actions_out must have " +
+                       std::to_string(states.extent(0)) + " rows");
+    const int R = infer_trunk(space, states, "greedy_actions", actions_out.data());
+    if (!fused_greedy()) kernels::dueling_q_values(space, rows(online_head_, 0, R), MutableMatrix<memory_space>(), actions_out);
   }
 
   /// target = online, element by element where online is finite (update()
@@ -404,9 +405,17 @@ class DqnLearner {
     }
   }
 
-  /// Forward of a network (flat params) over `n` stacked rows [x1; x2].
+  /// Whether forward() forms the greedy actions itself (the blas backend's
+  /// fused head kernel: a hidden layer and at most 8 head outputs).
+  bool fused_greedy() const {
+    return config_.dense_backend == DenseBackend::blas && layout_.num_layers >= 2 && layout_.head_outputs() <= 8;
+  }
+
+  /// Forward of a network (flat params) over `n` stacked rows [x1; x2];
+  /// `greedy` (when fused_greedy()) receives each row's greedy action.
   void forward(const ExecSpace& space, const FlatParams<memory_space>& params, const std::vector<matrix>& act,
-               const matrix& head, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2, int n) {
+               const matrix& head, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2, int n,
+               std::int32_t* greedy = nullptr) {
     const int L = layout_.num_layers;
     for (int l = 0; l < L; ++l) {
       const bool is_head = l == L - 1;
@@ -421,7 +430,8 @@ class DqnLearner {
       }
       // blas: the stacked first layer as two products into the two row
       // ranges of its output (no copy of the inputs); the head (few
-      // outputs) as one fused kernel instead of a split-K gemm + epilogue.
+      // outputs) as one kernel instead of a split-K gemm + epilogue, fused
+      // with the last hidden layer's bias + ReLU.
       const int n1 = static_cast<int>(in1.extent(0));
       const MutableMatrix<memory_space> out1 = rows(out, 0, n1), out2 = rows(out, n1, n);
       if (is_head) {
@@ -431,17 +441,25 @@ class DqnLearner {
       }
       (*gemm_)(space, false, true, in1, w, out1);
       if (n > n1) (*gemm_)(space, false, true, in2, w, out2);
+      if (l == L - 2) {
+        // The last hidden layer's bias + ReLU and the head in one pass.
+        kernels::bias_relu_small_dense_forward(space, out, b, ConstMatrix<memory_space>(weights_.weight(params, L - 1)),
+                                               ConstVector<memory_space>(weights_.bias(params, L - 1)),
+                                               rows(head, 0, n), fused_greedy() ? greedy : nullptr);
+        return;
+      }
       kernels::bias_activation(space, out, b, true);
     }
   }
 
-  int infer_trunk(const ExecSpace& space, const ConstMatrix<memory_space>& states, const char* what) {
+  int infer_trunk(const ExecSpace& space, const ConstMatrix<memory_space>& states, const char* what,
+                  std::int32_t* greedy = nullptr) {
     const int R = static_cast<int>(states.extent(0));
     check_rows(what, R, static_cast<int>(online_head_.extent(0)));
     if (states.extent(1) != std::size_t(layout_.obs_dim))
       throw UsageError(std::string("foxrl::DqnLearner::") + what + ": states have " +
                        std::to_string(states.extent(1)) + " columns, obs_dim is " + std::to_string(layout_.obs_dim));
-    forward(space, weights_.online, online_act_, online_head_, states, ConstMatrix<memory_space>(), R);
+    forward(space, weights_.online, online_act_, online_head_, states, ConstMatrix<memory_space>(), R, greedy);
     return R;
   }
 

@@ -276,8 +276,7 @@ class DqnTrainer {
   void update(const ExecSpace& space) {
     auto batch = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
     if (adapter_) {
-      adapter_->normalize(space, batch.states, batch.states);
-      adapter_->normalize(space, batch.next_states, batch.next_states);
+      adapter_->normalize_in_place(space, batch.states, batch.next_states);
     }
     learner_->update(space, batch);
     replay_->update_priorities(space, batch.indices, learner_->td_errors());

@@ -162,8 +162,11 @@ TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over sev
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   // More rows than one chunk on every backend, columns not a multiple of
-  // any column tile; a 4-output "head".
-  const int M = 301, K = 45, NS = 4;
+  // any column tile; a 4-output "head" and an 11-output one (more head
+  // gradients than the kernel keeps in registers per row).
+  const int M = 301, K = 45;
+  const int NS = GENERATE(4, 11);
+  INFO(NS << " head outputs");
   const auto src = random_values(std::size_t(M) * K, 21);
   const auto act = random_values(std::size_t(M) * K, 22, true);
   const auto dys = random_values(std::size_t(M) * NS, 23);
@@ -251,6 +254,83 @@ TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over sev
       worst = std::max(worst, std::abs(ref - y(m, n)));
     }
   CHECK(worst < tolerance);
+}
+
+TEMPLATE_TEST_CASE("the head kernel with the hidden epilogue fused matches float64", "[dense][fused]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // K not a multiple of the 4 x 32 columns a GPU lane group covers per
+  // step; N = 1 (one output), 4 (a dueling head) and 11 (two passes).
+  const int M = 77, K = 173;
+  for (const int N : {1, 4, 11}) {
+    DYNAMIC_SECTION(N << " outputs") {
+      auto z = random_values(std::size_t(M) * K, 41);
+      z[5] = std::nanf("");  // a NaN pre-activation is cut by the ReLU, as in bias_activation
+      const auto hb = random_values(K, 42);
+      const auto w = random_values(std::size_t(N) * K, 43);
+      const auto b = random_values(N, 44);
+      auto Z = foxrl::test::to_device(space, z, M, K);
+      auto HB = foxrl::test::to_device(space, hb);
+      auto W = foxrl::test::to_device(space, w, N, K);
+      auto B = foxrl::test::to_device(space, b);
+      Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N);
+      // The fused greedy action needs 2..8 outputs (a dueling row [V, A...]).
+      const bool with_greedy = N >= 2 && N <= 8;
+      Kokkos::View<std::int32_t*, Mem> G("foxrl::test::G", M);
+      foxrl::kernels::bias_relu_small_dense_forward(space, foxrl::MutableMatrix<Mem>(Z), foxrl::ConstVector<Mem>(HB),
+                                                    foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(B),
+                                                    foxrl::MutableMatrix<Mem>(Y), with_greedy ? G.data() : nullptr);
+      const auto h = foxrl::test::to_host(space, Z);
+      const auto y = foxrl::test::to_host(space, Y);
+      const auto g = foxrl::test::to_host(space, G);
+      if (with_greedy) {
+        // argmax_j of V + A_j - mean(A) in float64 over the stored outputs;
+        // rows whose two best Q-values are within rounding are skipped.
+        int wrong = 0, compared = 0;
+        for (int m = 0; m < M; ++m) {
+          const int A = N - 1;
+          double mean_a = 0.0;
+          for (int j = 0; j < A; ++j) mean_a += y(m, 1 + j) / double(A);
+          int best = 0;
+          double best_q = -1e300, second_q = -1e300;
+          for (int j = 0; j < A; ++j) {
+            const double q = double(y(m, 0)) + y(m, 1 + j) - mean_a;
+            if (q > best_q) {
+              second_q = best_q;
+              best_q = q;
+              best = j;
+            } else if (q > second_q) {
+              second_q = q;
+            }
+          }
+          if (best_q - second_q < 1e-5) continue;
+          ++compared;
+          if (g(m) != best) ++wrong;
+        }
+        CHECK(compared > M / 2);
+        CHECK(wrong == 0);
+      }
+      double worst_h = 0.0, worst_y = 0.0;
+      for (int m = 0; m < M; ++m) {
+        std::vector<double> ref_h(K);
+        for (int k = 0; k < K; ++k) {
+          const float v = z[std::size_t(m) * K + k] + hb[k];
+          ref_h[k] = v > 0.0f ? v : 0.0;
+          worst_h = std::max(worst_h, std::abs(ref_h[k] - h(m, k)));
+        }
+        for (int n = 0; n < N; ++n) {
+          double ref = b[n];
+          for (int k = 0; k < K; ++k) ref += ref_h[k] * w[std::size_t(n) * K + k];
+          worst_y = std::max(worst_y, std::abs(ref - y(m, n)));
+        }
+      }
+      CHECK(worst_h == 0.0);  // the same float addition and ReLU as bias_activation
+      CHECK(worst_y < tolerance * 4);  // K = 173 terms of size <= 2
+    }
+  }
 }
 
 TEMPLATE_TEST_CASE("gradient_sq_norm over several teams matches a float64 sum", "[dense][norm]", FOXRL_TEST_SPACES) {

@@ -126,7 +126,7 @@ TEMPLATE_TEST_CASE("inference matches the float64 reference and the dueling iden
     const auto qh = foxrl::test::to_host(space, q);
     const auto ah = foxrl::test::to_host(space, actions);
     double worst = 0.0, worst_identity = 0.0;
-    int wrong_actions = 0;
+    int wrong_actions = 0, disagreeing_actions = 0;
     for (int i = 0; i < R; ++i) {
       const auto ref = net.q(std::vector<double>(batch.states.begin() + i * 5, batch.states.begin() + i * 5 + 5).data());
       double mean_q_minus_v = 0.0;
@@ -136,8 +136,15 @@ TEMPLATE_TEST_CASE("inference matches the float64 reference and the dueling iden
       }
       worst_identity = std::max(worst_identity, std::abs(mean_q_minus_v));
       if (ah(i) != foxrl::test::ref_argmax(ref)) ++wrong_actions;
+      // The greedy action (fused into the head kernel on the blas backend)
+      // is the argmax of the very Q-values q_values returns, lowest index on ties.
+      int first_best = 0;
+      for (int j = 1; j < 3; ++j)
+        if (qh(i, j) > qh(i, first_best)) first_best = j;
+      if (ah(i) != first_best) ++disagreeing_actions;
     }
     INFO("backend " << foxrl::to_string(backend));
+    CHECK(disagreeing_actions == 0);
     CHECK(worst < 1e-5);           // float32 forward of a 5-7-6-4 net vs float64
     CHECK(worst_identity < 1e-6);  // mean_a(Q - V) = mean_a(A - mean A) = 0 up to rounding
     CHECK(wrong_actions == 0);

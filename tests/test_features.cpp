@@ -211,7 +211,9 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
   std::vector<std::vector<double>> all(D);
   std::vector<float> last_batch;
   int last_n = 0;
-  for (int batch : {1, 7, 300, 64, 1000}) {
+  // 1 and 7 rows: one chunk; 300 .. 5000: many chunks, 5000 past the
+  // adapter's chunk limit (chunks then grow beyond the minimum size).
+  for (int batch : {1, 7, 300, 64, 1000, 5000}) {
     std::vector<float> x(static_cast<std::size_t>(batch) * D);
     for (int i = 0; i < batch; ++i) {
       for (int d = 0; d < D; ++d) {
@@ -255,7 +257,7 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
       }
     }
   }
-  CHECK(last_n == 1000);
+  CHECK(last_n == 5000);
 
   // Frozen: statistics stay; export/import gives a second adapter the same output.
   const auto before = adapter.export_state(space);
@@ -287,4 +289,63 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
   foxrl::NormalizerState wrong = before;
   wrong.mean.pop_back();
   CHECK_THROWS_AS(restored.import_state(space, wrong), foxrl::UsageError);
+}
+
+namespace {
+float raw_first_value(const std::vector<float>& x) { return x[0]; }
+}  // namespace
+
+TEMPLATE_TEST_CASE("SignalAdapter statistics with more features than a team has threads", "[signal_adapter]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const int D = 300, n = 777;
+  foxrl::SignalAdapter<Exec> adapter(space, D);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> z(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(n) * D);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(0.1 * (i % D) + z(rng));
+  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> raw(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::raw"), n, D);
+  Kokkos::deep_copy(space, raw,
+                    Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x.data(), n, D));
+  adapter.update(space, raw);
+  const auto state = adapter.export_state(space);
+  for (int d = 0; d < D; ++d) {
+    double mean = 0.0, m2 = 0.0;
+    for (int i = 0; i < n; ++i) mean += x[static_cast<std::size_t>(i) * D + d];
+    mean /= n;
+    for (int i = 0; i < n; ++i) {
+      const double e = x[static_cast<std::size_t>(i) * D + d] - mean;
+      m2 += e * e;
+    }
+    INFO("feature " << d);
+    CHECK(state.count[static_cast<std::size_t>(d)] == n);
+    CHECK(std::fabs(state.mean[static_cast<std::size_t>(d)] - mean) <= 1e-12 * (std::fabs(mean) + 1.0));
+    CHECK(std::fabs(state.m2[static_cast<std::size_t>(d)] - m2) <= 1e-9 * m2);
+  }
+
+  // normalize_in_place over two blocks of rows gives normalize's values.
+  using obs = Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space>;
+  const int n1 = 100, n2 = 677;
+  obs separate(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::separate"), n, D);
+  adapter.normalize(space, raw, separate);
+  obs first(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::first"), n1, D);
+  obs second(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::second"), n2, D);
+  Kokkos::deep_copy(space, first, Kokkos::subview(raw, std::make_pair(0, n1), Kokkos::ALL));
+  Kokkos::deep_copy(space, second, Kokkos::subview(raw, std::make_pair(n1, n), Kokkos::ALL));
+  adapter.normalize_in_place(space, first, second);
+  const auto h_sep = foxrl::test::to_host(space, separate);
+  const auto h_first = foxrl::test::to_host(space, first);
+  const auto h_second = foxrl::test::to_host(space, second);
+  int mismatches = 0;
+  for (int i = 0; i < n; ++i)
+    for (int d = 0; d < D; ++d) {
+      const float got = i < n1 ? h_first(i, d) : h_second(i - n1, d);
+      if (got != h_sep(i, d)) ++mismatches;
+    }
+  CHECK(mismatches == 0);
+  CHECK(h_sep(0, 0) != raw_first_value(x));  // the values were normalized, not copied
 }

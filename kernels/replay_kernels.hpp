@@ -379,7 +379,7 @@ struct ReplaySampleFunctor {
 /// Priority update of a batch, one launch. Team t owns node t of the owner
 /// level (the top level, or on GPUs the level below it) and everything below
 /// it, so no two teams ever write the same node: each team picks its
-/// entries (a team scan compacts them into scratch), writes their leaves and
+/// entries (a counter in team scratch compacts them), writes their leaves and
 /// recomputes their ancestors level by level up to its own node
 /// (sum_tree_refresh_level), then raises max_priority_seen with its maximum
 /// (atomic max: order-free). With the owner level below the top, the last

@@ -5,8 +5,9 @@
 # PyTorch and JAX peers (when ANCHORS points at their programs) on the same
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
-# STAGES is a comma list out of build,tests,bench,profile,pytorch,learn,
-# epoch,data,peers (default: all but profile). OUTDIR receives summary.txt, benchmarks.jsonl and one
+# STAGES is a comma list out of build,tests,bench,pytorch,learn,epoch,data,
+# peers,profile (default: all but profile); they run in that order, so the
+# diagnostic profile cannot crowd out a measurement under DEADLINE. OUTDIR receives summary.txt, benchmarks.jsonl and one
 # logs.tgz holding every log, so that a transfer limited to a few files
 # brings everything back.
 set -uo pipefail
@@ -52,18 +53,6 @@ if want bench; then
   done
   grep -E '"bench":"(pipeline|dqn_update|replay_sample_update)"' "$bench" | cut -c1-300 | tee -a "$summary"
 fi
-if want profile; then
-  # Per-kernel GPU time (ncu, clocks left as they are) of one blas update,
-  # of two market-throughput pipeline iterations, and of replay sample and
-  # priority update; summarised by perf/ncu_summary.py.
-  prof() { local name="$1"; shift; ncu --clock-control none --metrics gpu__time_duration.sum --csv "$@" \
-             > "$logs/ncu_$name.csv" 2> "$logs/ncu_$name.err"; python3 perf/ncu_summary.py "$logs/ncu_$name.csv" "$name" | tee -a "$summary"; }
-  prof update --launch-skip 150 --launch-count 30 "$bin/perf/foxrl_bench_update" --dense blas --repeats 20
-  prof pipeline --launch-skip 2500 --launch-count 120 "$bin/perf/foxrl_bench_pipeline" \
-    --config perf/configs/market-throughput.json --iterations 60 --repeats 1
-  prof replay --kernel-name-base demangled -k 'regex:ReplaySample|ReplayUpdate|ReplayGather' --launch-skip 20 \
-    --launch-count 6 "$bin/perf/foxrl_bench_replay"
-fi
 if want pytorch; then
   # A foxrl checkpoint loaded in PyTorch through safetensors: same Q-values.
   "$bin/perf/foxrl_bench_update" --dense portable --repeats 3 --export-checkpoint "$logs" > /dev/null 2> "$logs/export.err"
@@ -98,4 +87,16 @@ if want peers && [ -n "${ANCHORS:-}" ] && [ -d "$ANCHORS" ]; then
      timeout 240 python3 anchors/torch_dqn.py --config "$cfg" --mode graph --results "$out/anchors.jsonl" > "$logs/anchors_torch_$cfg.log" 2>&1
    done
    python3 anchors/report.py "$out/anchors.jsonl" 2>&1 | tee -a "$summary")
+fi
+if want profile; then
+  # Per-kernel GPU time (ncu, clocks left as they are) of one blas update,
+  # of two market-throughput pipeline iterations, and of replay sample and
+  # priority update; summarised by perf/ncu_summary.py.
+  prof() { local name="$1"; shift; ncu --clock-control none --metrics gpu__time_duration.sum --csv "$@" \
+             > "$logs/ncu_$name.csv" 2> "$logs/ncu_$name.err"; python3 perf/ncu_summary.py "$logs/ncu_$name.csv" "$name" | tee -a "$summary"; }
+  prof update --launch-skip 150 --launch-count 30 "$bin/perf/foxrl_bench_update" --dense blas --repeats 20
+  prof pipeline --launch-skip 2500 --launch-count 120 "$bin/perf/foxrl_bench_pipeline" \
+    --config perf/configs/market-throughput.json --iterations 60 --repeats 1
+  prof replay --kernel-name-base demangled -k 'regex:ReplaySample|ReplayUpdate|ReplayGather' --launch-skip 20 \
+    --launch-count 6 "$bin/perf/foxrl_bench_replay"
 fi

@@ -652,20 +652,18 @@ void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
   }
 }
 
-/// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
-/// head): see SmallDenseRows. Replaces a split-K gemm plus its reduction and
-/// an epilogue launch.
-template <class ExecSpace, class MemorySpace>
-void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>& x, const ConstMatrix<MemorySpace>& w,
-                         const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
+namespace detail {
+/// SmallDenseArgs of Y = X W^T + b after a shape check.
+template <class XView, class MemorySpace>
+SmallDenseArgs small_dense_args(const char* what, const XView& x, const ConstMatrix<MemorySpace>& w,
+                                const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
   const int M = static_cast<int>(x.extent(0));
   const int N = static_cast<int>(w.extent(0));
   const int K = static_cast<int>(w.extent(1));
-  detail::check_shapes(x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) &&
-                           y.extent(1) == std::size_t(N) && bias.extent(0) == std::size_t(N),
-                       "small_dense_forward",
-                       "X " + detail::dims(x.extent(0), x.extent(1)) + ", W " + detail::dims(N, K) + ", Y " +
-                           detail::dims(y.extent(0), y.extent(1)));
+  check_shapes(x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) && y.extent(1) == std::size_t(N) &&
+                   bias.extent(0) == std::size_t(N),
+               what,
+               "X " + dims(x.extent(0), x.extent(1)) + ", W " + dims(N, K) + ", Y " + dims(y.extent(0), y.extent(1)));
   SmallDenseArgs a;
   a.rows = M;
   a.cols = K;
@@ -677,7 +675,17 @@ void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>&
   a.b = bias.data();
   a.y = y.data();
   a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
-  small_dense(space, a);
+  return a;
+}
+}  // namespace detail
+
+/// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
+/// head): see SmallDenseRows. Replaces a split-K gemm plus its reduction and
+/// an epilogue launch.
+template <class ExecSpace, class MemorySpace>
+void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>& x, const ConstMatrix<MemorySpace>& w,
+                         const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
+  small_dense(space, detail::small_dense_args("small_dense_forward", x, w, bias, y));
 }
 
 /// The last hidden layer's epilogue fused with the head:
@@ -689,28 +697,12 @@ void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<M
                                    const ConstVector<MemorySpace>& hidden_bias, const ConstMatrix<MemorySpace>& w,
                                    const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y,
                                    std::int32_t* greedy = nullptr) {
-  const int M = static_cast<int>(z.extent(0));
-  const int N = static_cast<int>(w.extent(0));
-  const int K = static_cast<int>(w.extent(1));
-  detail::check_shapes(z.extent(1) == std::size_t(K) && hidden_bias.extent(0) == std::size_t(K) &&
-                           y.extent(0) == std::size_t(M) && y.extent(1) == std::size_t(N) &&
-                           bias.extent(0) == std::size_t(N),
-                       "bias_relu_small_dense_forward",
-                       "Z " + detail::dims(z.extent(0), z.extent(1)) + ", W " + detail::dims(N, K) + ", Y " +
-                           detail::dims(y.extent(0), y.extent(1)));
-  SmallDenseArgs a;
-  a.rows = M;
-  a.cols = K;
-  a.outputs = N;
-  a.x = z.data();
-  a.x_ld = static_cast<std::ptrdiff_t>(z.stride(0));
+  SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
+  if (hidden_bias.extent(0) != z.extent(1))
+    throw Error("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
+                std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) + " columns");
   a.hidden_bias = hidden_bias.data();
   a.x_out = z.data();
-  a.w = w.data();
-  a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
-  a.b = bias.data();
-  a.y = y.data();
-  a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
   a.greedy = greedy;
   small_dense(space, a);
 }

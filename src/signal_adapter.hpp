@@ -69,11 +69,8 @@ struct SignalStatisticsUpdate {
     }
     team.team_barrier();
     for (int d = team.team_rank(); d < dim; d += team.team_size()) {
-      double s1 = 0.0, s2 = 0.0;
-      for (int g = 0; g < groups; ++g) {
-        s1 += sums[2 * (g * dim + d)];
-        s2 += sums[2 * (g * dim + d) + 1];
-      }
+      double s1, s2;
+      add_groups(sums, d, s1, s2);
       if (chunks == 1) {
         merge(d, s1, s2);
       } else {
@@ -107,12 +104,19 @@ struct SignalStatisticsUpdate {
     }
     team.team_barrier();
     for (int d = team.team_rank(); d < dim; d += team.team_size()) {
-      double s1 = 0.0, s2 = 0.0;
-      for (int g = 0; g < groups; ++g) {
-        s1 += sums[2 * (g * dim + d)];
-        s2 += sums[2 * (g * dim + d) + 1];
-      }
+      double s1, s2;
+      add_groups(sums, d, s1, s2);
       merge(d, s1, s2);
+    }
+  }
+
+  /// Feature d's sums over the row groups of a team's lanes, in group order.
+  KOKKOS_INLINE_FUNCTION void add_groups(const double* sums, int d, double& s1, double& s2) const {
+    s1 = 0.0;
+    s2 = 0.0;
+    for (int g = 0; g < groups; ++g) {
+      s1 += sums[2 * (g * dim + d)];
+      s2 += sums[2 * (g * dim + d) + 1];
     }
   }
 

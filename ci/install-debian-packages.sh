@@ -4,6 +4,12 @@ set -euo pipefail
 packages=(
   cmake g++ ninja-build git ca-certificates
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev  # Kokkos 3.4.1 + Kokkos Kernels (Serial)
+  # An optimized BLAS behind Kokkos Kernels' host gemm (Debian's alternatives
+  # make it libblas.so.3): the reference BLAS spends 86% of a CartPole run in
+  # sgemm_ and makes host training about 5x slower. Single-threaded, so it
+  # neither competes with Kokkos' host threads nor changes results with the
+  # core count.
+  libopenblas0-serial
   catch2 libcli11-dev nlohmann-json3-dev
 )
 sudo=""

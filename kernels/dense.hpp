@@ -346,46 +346,25 @@ struct ReluBackwardFunctor {
     const int r0 = chunk * chunk_rows;
     const int r1 = r0 + chunk_rows < a.rows ? r0 + chunk_rows : a.rows;
     const int db_slot = a.db != nullptr ? 1 : 0;
-    // Per column, rows in batches of U: every load of a batch goes out
-    // before the batch's first store (dz may alias src, so a store would
-    // otherwise hold back the next row's loads: one memory latency per row).
-    // The first NR head gradients of each row travel in registers.
-    constexpr int U = 8, NR = 8;
-    const bool small = a.src == nullptr;
-    for (int j = 0; j < CW; ++j) {
-      const int c = c0 + j * TC + tc;
-      if (c >= a.cols) break;
-      float wv[NR];
-      for (int n = 0; n < NR; ++n) wv[n] = small && n < a.n_small ? a.w_small[n * a.w_ld + c] : 0.0f;
-      float* slot = values > 0 ? acc + j * values * team_size + rank : nullptr;
-      for (int mb = r0 + lane; mb < r1; mb += U * LANES) {
-        float hv[U], sv[U], dyv[U][NR];
-        for (int u = 0; u < U; ++u) {
-          const int m = mb + u * LANES;
-          const bool in = m < r1;
-          hv[u] = in && a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
-          sv[u] = in && !small ? a.src[m * a.src_ld + c] : 0.0f;
-          for (int n = 0; n < NR; ++n) dyv[u][n] = in && small && n < a.n_small ? a.dy_small[m * a.dy_ld + n] : 0.0f;
+    for (int m = r0 + lane; m < r1; m += LANES) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        const float h = a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
+        float v;
+        if (a.src != nullptr) {
+          v = a.src[m * a.src_ld + c];
+        } else {
+          v = 0.0f;
+          for (int n = 0; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
         }
-        for (int u = 0; u < U; ++u) {
-          const int m = mb + u * LANES;
-          if (m >= r1) break;
-          float v = sv[u];
-          if (small) {
-            for (int n = 0; n < NR; ++n) v += dyv[u][n] * wv[n];
-            for (int n = NR; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
-          }
-          const float h = hv[u];
-          const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
-          if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
-          if (values == 0) continue;
-          if (db_slot) slot[0] += dz;
-          if (a.dw_small != nullptr) {
-            for (int n = 0; n < NR; ++n)
-              if (n < a.n_small) slot[(db_slot + n) * team_size] += dyv[u][n] * h;
-            for (int n = NR; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
-          }
-        }
+        const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
+        if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
+        if (values == 0) continue;
+        float* slot = acc + j * values * team_size + rank;
+        if (db_slot) slot[0] += dz;
+        if (a.dw_small != nullptr)
+          for (int n = 0; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
       }
     }
     if (values == 0) return;  // the same in every thread: no barrier is skipped by some only

@@ -10,6 +10,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace foxrl {
@@ -31,19 +32,25 @@ class EpisodeStats {
       : running_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::running"), num_envs),
         ring_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::ring"), window),
         count_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::count")),
-        finished_now_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::finished_now")) {}
+        finished_now_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::finished_now")),
+        staged_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::staged"), window) {}
 
   /// Adds one step's rewards; episodes that ended (terminated or truncated)
   /// enter the ring in env order after the ones already counted. Two
-  /// launches: a device-wide scan places this step's finished episodes,
-  /// then one thread advances the count. (A one-launch team scan gave wrong
-  /// ring slots on CUDA with a team of 1024 threads;
-  /// tests/test_episode_stats.cpp catches that on every backend.)
+  /// launches: a device-wide scan numbers this step's finished episodes,
+  /// then a small kernel moves them into the ring and advances the count.
+  /// More than `window` episodes may end in one step (thousands of envs), so
+  /// several of them map to one ring slot: each offers
+  /// (ordinal within the step + 1, return) packed in 64 bits to its slot's
+  /// staging word by atomic max, and the newest one wins whatever order the
+  /// threads run in (a plain store there made the ring's contents depend on
+  /// scheduling on GPUs).
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {
     const auto running = running_;
     const auto ring = ring_;
+    const auto staged = staged_;
     const auto count = count_;
     const auto finished_now = finished_now_;
     const int n = static_cast<int>(running.extent(0));
@@ -54,7 +61,8 @@ class EpisodeStats {
           if (final_pass) {
             const float ret = running(i) + rewards(i);
             if (done) {
-              ring(static_cast<int>((count() + finished_before) % window)) = ret;
+              const int slot = static_cast<int>((count() + finished_before) % window);
+              Kokkos::atomic_fetch_max(&staged(slot), pack(finished_before, ret));
               running(i) = 0.f;
             } else {
               running(i) = ret;
@@ -64,8 +72,29 @@ class EpisodeStats {
           if (final_pass && i == n - 1) finished_now() = finished_before;
         });
     Kokkos::parallel_for(
-        "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-        KOKKOS_LAMBDA(int) { count() += finished_now(); });
+        "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, window), KOKKOS_LAMBDA(int s) {
+          const std::uint64_t p = staged(s);
+          if (p != 0) {
+            ring(s) = unpack_return(p);
+            staged(s) = 0;
+          }
+          if (s == 0) count() += finished_now();
+        });
+  }
+
+  /// (ordinal within the step + 1) in the high word, the return's bits in
+  /// the low word: a larger packed value is a newer episode. Public only
+  /// because CUDA's extended lambdas call it.
+  KOKKOS_INLINE_FUNCTION static std::uint64_t pack(std::int64_t ordinal_in_step, float ret) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &ret, sizeof bits);
+    return (static_cast<std::uint64_t>(ordinal_in_step + 1) << 32) | bits;
+  }
+  KOKKOS_INLINE_FUNCTION static float unpack_return(std::uint64_t packed) {
+    const auto bits = static_cast<std::uint32_t>(packed & 0xffffffffu);
+    float ret;
+    std::memcpy(&ret, &bits, sizeof ret);
+    return ret;
   }
 
   /// The device state (saved and restored on resume): per-env running
@@ -96,6 +125,7 @@ class EpisodeStats {
   Kokkos::View<float*, memory_space> ring_;
   Kokkos::View<std::int64_t, memory_space> count_;
   Kokkos::View<std::int64_t, memory_space> finished_now_;
+  Kokkos::View<std::uint64_t*, memory_space> staged_;  ///< zero between calls
 };
 
 }  // namespace foxrl

@@ -406,9 +406,11 @@ class DqnLearner {
   }
 
   /// Whether forward() forms the greedy actions itself (the blas backend's
-  /// fused head kernel: a hidden layer and at most 8 head outputs).
+  /// fused head kernel: a hidden layer and few enough head outputs for one
+  /// pass of it).
   bool fused_greedy() const {
-    return config_.dense_backend == DenseBackend::blas && layout_.num_layers >= 2 && layout_.head_outputs() <= 8;
+    return config_.dense_backend == DenseBackend::blas && layout_.num_layers >= 2 &&
+           layout_.head_outputs() <= kernels::detail::small_dense_max_outputs;
   }
 
   /// Forward of a network (flat params) over `n` stacked rows [x1; x2];

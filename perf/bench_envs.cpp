@@ -3,12 +3,12 @@
 // (action selection + step + observation build). Prints one JSON line per
 // measurement: median microseconds per vectorized step over the repeats,
 // env steps per second, and kernel launches per step (Kokkos Tools).
-#include "action_selector.hpp"
-#include "cartpole_env.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
-#include "market_data.hpp"
-#include "market_env.hpp"
+#include "collect/action_selector.hpp"
+#include "envs/cartpole_env.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "market/market_data.hpp"
+#include "market/market_env.hpp"
 
 #include <Kokkos_Core.hpp>
 

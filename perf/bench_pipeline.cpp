@@ -6,8 +6,8 @@
 //
 //   foxrl_bench_pipeline --config perf/configs/market-throughput.json [--set key=value ...]
 //                        [--iterations 1000] [--repeats 3] [--label NAME]
-#include "dqn_trainer.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "agents/dqn/dqn_trainer.hpp"
+#include "core/kokkos_tools_audit.hpp"
 
 #include <Kokkos_Core.hpp>
 

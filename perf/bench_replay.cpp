@@ -8,11 +8,11 @@
 // effective bandwidth (bytes the operation must move / median time), and
 // kernel launches per operation from KokkosToolsAudit. docs/replay.md derives
 // the floor (launches x launch latency + bytes / bandwidth).
-#include "compat.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
-#include "replay_buffer.hpp"
-#include "sum_tree.hpp"
+#include "core/compat.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "replay/replay_buffer.hpp"
+#include "kernels/replay/sum_tree.hpp"
 
 #include <Kokkos_Core.hpp>
 

@@ -14,9 +14,9 @@
 // (float32 [n, num_actions], foxrl's Q-values of those inputs) for
 // docs/load_checkpoint_in_pytorch.py.
 
-#include "dqn_learner.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 
 #include <Kokkos_Core.hpp>
 

@@ -2,7 +2,7 @@
 // Helpers shared by the environment tests: host copies of device Views,
 // temporary files, and a float64 transcription of Gymnasium's CartPole.
 
-#include "compat.hpp"
+#include "core/compat.hpp"
 
 #include <Kokkos_Core.hpp>
 

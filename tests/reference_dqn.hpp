@@ -3,10 +3,10 @@
 // double-DQN loss, written independently of the kernels, for the tests to
 // compare against (and to take finite differences of).
 
-#include "batch.hpp"
-#include "compat.hpp"
-#include "dqn_loss.hpp"
-#include "network_layout.hpp"
+#include "views/replay/batch.hpp"
+#include "core/compat.hpp"
+#include "kernels/agents/dqn/dqn_loss.hpp"
+#include "views/nn/network_layout.hpp"
 
 #include <Kokkos_Core.hpp>
 

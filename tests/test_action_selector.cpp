@@ -1,10 +1,10 @@
 // Counter-based RNG and ActionSelector: device draws equal host evaluations
 // bit for bit (so a seed gives the same actions on every backend), the
 // epsilon schedules follow their formulas, greedy mode is the argmax.
-#include "action_selector.hpp"
-#include "counter_rng.hpp"
+#include "collect/action_selector.hpp"
+#include "kernels/core/counter_rng.hpp"
 #include "env_test_util.hpp"
-#include "execution_context.hpp"
+#include "core/execution_context.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,10 +1,10 @@
 // CartPoleEnv against a float64 transcription of Gymnasium's CartPole-v1,
 // plus termination, truncation and auto-reset (whose draws are recomputed on
 // the host from the counter-based RNG).
-#include "cartpole_env.hpp"
-#include "counter_rng.hpp"
+#include "envs/cartpole_env.hpp"
+#include "kernels/core/counter_rng.hpp"
 #include "env_test_util.hpp"
-#include "execution_context.hpp"
+#include "core/execution_context.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

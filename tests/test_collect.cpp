@@ -1,11 +1,11 @@
 // foxrl collect: a recorded dataset is what stepping the env with the
 // recorded actions gives (the rollout reference), loads as safetensors with
 // its metadata, and a greedy dataset's actions are the checkpoint's argmax.
-#include "collect.hpp"
-#include "dqn_trainer.hpp"
-#include "execution_context.hpp"
-#include "rollout.hpp"
-#include "safetensors.hpp"
+#include "collect/collect.hpp"
+#include "agents/dqn/dqn_trainer.hpp"
+#include "core/execution_context.hpp"
+#include "envs/rollout.hpp"
+#include "io/safetensors.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

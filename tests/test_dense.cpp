@@ -1,10 +1,10 @@
 // The dense products (both backends) against float64 host loops, on shapes
 // that are not multiples of any tile size.
-#include "adam.hpp"
-#include "dense.hpp"
-#include "execution_context.hpp"
+#include "kernels/nn/adam.hpp"
+#include "kernels/nn/dense.hpp"
+#include "core/execution_context.hpp"
 #include "reference_dqn.hpp"
-#include "row_major_gemm.hpp"
+#include "nn/row_major_gemm.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

@@ -2,13 +2,13 @@
 // dueling identity, double-DQN targets, loss, gradients (central finite
 // differences of the float64 loss), Adam, clipping, target updates, and the
 // one-stream rule for a full update.
-#include "adam.hpp"
-#include "dqn_learner.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "kernels/nn/adam.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "reference_dqn.hpp"
 #include "test_spaces.hpp"
-#include "weight_init.hpp"
+#include "kernels/nn/weight_init.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,13 +1,13 @@
 // One-stream rule for the acting half: env steps, the signal adapter and
 // action selection run every kernel, allocation and fence on the run's
 // instance with foxrl:: labels.
-#include "action_selector.hpp"
-#include "cartpole_env.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
-#include "market_data.hpp"
-#include "market_env.hpp"
-#include "signal_adapter.hpp"
+#include "collect/action_selector.hpp"
+#include "envs/cartpole_env.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "market/market_data.hpp"
+#include "market/market_env.hpp"
+#include "market/signal_adapter.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

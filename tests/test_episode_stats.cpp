@@ -1,8 +1,8 @@
 // EpisodeStats against a host model: per-env running returns, finished
 // episodes entering the ring in env order, the count, and the last-100 mean,
 // for a few envs, a thousand (more than one GPU team) and 65539.
-#include "episode_stats.hpp"
-#include "execution_context.hpp"
+#include "envs/episode_stats.hpp"
+#include "core/execution_context.hpp"
 
 #include "env_test_util.hpp"
 #include "test_spaces.hpp"

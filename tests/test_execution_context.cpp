@@ -1,5 +1,5 @@
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

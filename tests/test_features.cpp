@@ -2,11 +2,11 @@
 // host reference, the no-lookahead property, and the Welford/Chan normalizer
 // against float64 host statistics.
 #include "env_test_util.hpp"
-#include "execution_context.hpp"
-#include "features.hpp"
-#include "market_data.hpp"
-#include "market_env.hpp"
-#include "signal_adapter.hpp"
+#include "core/execution_context.hpp"
+#include "kernels/market/features.hpp"
+#include "market/market_data.hpp"
+#include "market/market_env.hpp"
+#include "market/signal_adapter.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

@@ -2,8 +2,8 @@
 // input (the message must name the line, the column and the value), skip
 // mode, the shared real data sets and corrupted copies of them.
 #include "env_test_util.hpp"
-#include "error.hpp"
-#include "market_data.hpp"
+#include "core/error.hpp"
+#include "market/market_data.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,11 +1,11 @@
 // Market replay env: rewards and costs against a float64 host reference,
 // observations against the host series, truncation-only episodes with
 // auto-reset from the counter RNG, and splits that stay inside their bars.
-#include "counter_rng.hpp"
+#include "kernels/core/counter_rng.hpp"
 #include "env_test_util.hpp"
-#include "execution_context.hpp"
-#include "market_data.hpp"
-#include "market_env.hpp"
+#include "core/execution_context.hpp"
+#include "market/market_data.hpp"
+#include "market/market_env.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // n-step transitions against a float64 host reference computed from the full
 // history of random episodes with terminations, truncations and resets.
-#include "kokkos_tools_audit.hpp"
-#include "execution_context.hpp"
-#include "nstep_accumulator.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "core/execution_context.hpp"
+#include "collect/nstep_accumulator.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

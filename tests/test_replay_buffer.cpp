@@ -2,11 +2,11 @@
 // priorities and of the sum tree, a model of which transition each slot holds
 // (synthetic observations encode (env, t), so every expected value is known
 // exactly), and chi-square goodness-of-fit of the sampling frequencies.
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
-#include "learner_metrics.hpp"
-#include "replay_buffer.hpp"
-#include "sum_tree.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "replay/replay_buffer.hpp"
+#include "kernels/replay/sum_tree.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
-#include "atomic_file.hpp"
-#include "error.hpp"
-#include "market_evaluation.hpp"
-#include "svg_chart.hpp"
+#include "io/atomic_file.hpp"
+#include "core/error.hpp"
+#include "market/market_evaluation.hpp"
+#include "io/svg_chart.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // float64 Gymnasium equations, the CSV holds exactly the trace, and bad
 // action files are rejected with the line number.
 #include "env_test_util.hpp"
-#include "execution_context.hpp"
-#include "rollout.hpp"
+#include "core/execution_context.hpp"
+#include "envs/rollout.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

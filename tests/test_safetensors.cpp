@@ -1,10 +1,10 @@
 // Checkpoints: a bit-exact round trip of the whole learner state, and every
 // kind of bad file rejected with a message naming the problem while the
 // learner's weights stay as they were.
-#include "dqn_learner.hpp"
-#include "execution_context.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "core/execution_context.hpp"
 #include "reference_dqn.hpp"
-#include "safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

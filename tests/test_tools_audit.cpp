@@ -1,9 +1,9 @@
 // The audit must catch what the one-stream rule forbids; these are its
 // negative tests (a default-instance launch, a global fence, an unlabelled
 // allocation) and one positive test.
-#include "compat.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "core/compat.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

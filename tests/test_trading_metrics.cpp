@@ -1,4 +1,4 @@
-#include "trading_metrics.hpp"
+#include "market/trading_metrics.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#include "error.hpp"
-#include "train_config.hpp"
+#include "core/error.hpp"
+#include "config/train_config.hpp"
 
 #include <catch2/catch.hpp>
 

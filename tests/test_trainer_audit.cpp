@@ -3,8 +3,8 @@
 // episode statistics), the update (sample, normalise, learner update),
 // the priority update and the metric bookkeeping: every launch on the
 // run's instance, no fence, no allocation outside foxrl:: labels.
-#include "dqn_trainer.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "agents/dqn/dqn_trainer.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "test_spaces.hpp"
 
 #include <catch2/catch.hpp>

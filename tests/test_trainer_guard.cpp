@@ -2,9 +2,9 @@
 // rewards in stored transitions, a NaN weight in the online network): the
 // run goes on, the guard reports what it rejected and restored, and every
 // weight, Adam moment and the replay's sum tree end finite.
-#include "dqn_trainer.hpp"
+#include "agents/dqn/dqn_trainer.hpp"
 #include "test_spaces.hpp"
-#include "training_log.hpp"
+#include "run/training_log.hpp"
 
 #include <catch2/catch.hpp>
 

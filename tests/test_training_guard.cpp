@@ -5,10 +5,10 @@
 // a learner configured with the scaled rate); a good update must be exactly
 // the unguarded optimizer step; the spike threshold is checked against a
 // host median and the float64 reference loss.
-#include "adam.hpp"
-#include "dqn_learner.hpp"
-#include "execution_context.hpp"
-#include "kokkos_tools_audit.hpp"
+#include "kernels/nn/adam.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "reference_dqn.hpp"
 #include "test_spaces.hpp"
 

@@ -1,9 +1,9 @@
 // foxrl collect: record a dataset of transitions for offline training, with
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
-#include "execution_context.hpp"
-#include "collect.hpp"
-#include "commands.hpp"
-#include "run_manifest.hpp"
+#include "core/execution_context.hpp"
+#include "collect/collect.hpp"
+#include "cli/commands.hpp"
+#include "run/run_manifest.hpp"
 
 #include <iostream>
 #include <memory>

@@ -1,10 +1,10 @@
 // foxrl eval: the greedy policy of a run on a time split of its market data
 // (or another CSV), next to buy-and-hold, always-flat and random.
-#include "execution_context.hpp"
-#include "atomic_file.hpp"
-#include "commands.hpp"
-#include "market_evaluation.hpp"
-#include "policy.hpp"
+#include "core/execution_context.hpp"
+#include "io/atomic_file.hpp"
+#include "cli/commands.hpp"
+#include "market/market_evaluation.hpp"
+#include "run/policy.hpp"
 
 #include <iostream>
 #include <memory>

@@ -1,10 +1,10 @@
 // foxrl infer: Q-values and greedy action of a trained market policy for
 // each bar of a CSV (or only the latest), as CSV or JSON: what a trading
 // system calls.
-#include "execution_context.hpp"
-#include "commands.hpp"
-#include "market_data.hpp"
-#include "policy.hpp"
+#include "core/execution_context.hpp"
+#include "cli/commands.hpp"
+#include "market/market_data.hpp"
+#include "run/policy.hpp"
 
 #include <nlohmann/json.hpp>
 

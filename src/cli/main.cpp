@@ -1,10 +1,10 @@
 // foxrl command-line tool. Exit codes: 0 ok, 2 usage/config error, 1 runtime
 // failure (the reason is printed).
-#include "commands.hpp"
-#include "error.hpp"
-#include "execution_context.hpp"
-#include "market_data.hpp"
-#include "rollout.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/execution_context.hpp"
+#include "market/market_data.hpp"
+#include "envs/rollout.hpp"
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>

@@ -1,13 +1,13 @@
 // foxrl train: train a DQN agent (CartPole or market) and, for the market,
 // evaluate it on the held-out test split against the baselines. With
 // --resume, continue the run checkpointed in out_dir.
-#include "atomic_file.hpp"
-#include "commands.hpp"
-#include "dqn_trainer.hpp"
-#include "error.hpp"
-#include "market_evaluation.hpp"
-#include "run_manifest.hpp"
-#include "svg_chart.hpp"
+#include "io/atomic_file.hpp"
+#include "cli/commands.hpp"
+#include "agents/dqn/dqn_trainer.hpp"
+#include "core/error.hpp"
+#include "market/market_evaluation.hpp"
+#include "run/run_manifest.hpp"
+#include "io/svg_chart.hpp"
 
 #include <nlohmann/json.hpp>
 

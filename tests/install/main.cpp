@@ -1,6 +1,6 @@
 // Downstream use of an installed foxrl: create the run's context and run a
 // labelled kernel on its instance.
-#include <foxrl/execution_context.hpp>
+#include <foxrl/core/execution_context.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -1,0 +1,216 @@
+#pragma once
+// The DQN loss in one launch: dueling combination of the head outputs,
+// double-DQN n-step target, TD error, importance-weighted Huber (or MSE)
+// loss, its gradient with respect to the head outputs, the per-sample
+// |TD| for the replay priorities and the batch means for the metrics.
+// Plus the inference-side dueling combination (Q-values and greedy action).
+
+#include "core/compat.hpp"
+#include "kernels/nn/dueling.hpp"
+#include "core/error.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "kernels/core/reduce_scratch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace foxrl {
+
+/// Per-sample loss of the TD error.
+enum class LossKind {
+  huber,  ///< smooth L1 with delta 1 (PyTorch's smooth_l1_loss / huber_loss)
+  mse,    ///< td^2 (PyTorch's mse_loss)
+};
+
+namespace kernels {
+
+/// The loss kernel's inputs and outputs. All head Views are [B, 1 + A].
+template <class MemorySpace>
+struct DqnLossArgs {
+  using head_view = Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  head_view online_s;       ///< online network at s
+  head_view online_next;    ///< online network at s' (selects a*)
+  head_view target_next;    ///< target network at s' (evaluates a*)
+  Kokkos::View<const std::int32_t*, MemorySpace> actions;
+  Kokkos::View<const float*, MemorySpace> rewards;
+  Kokkos::View<const float*, MemorySpace> discounts;  ///< gamma^n (1 - terminated)
+  Kokkos::View<const float*, MemorySpace> is_weights;
+  LossKind loss = LossKind::huber;
+
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d_head;  ///< dL/dhead [B, 1 + A]
+  Kokkos::View<float*, MemorySpace> td_errors;  ///< |Q(s, a) - y| [B]
+  Kokkos::View<float*, MemorySpace> metrics;    ///< LearnerMetrics slots
+  /// Advanced by one here (if allocated), so the optimizer that follows sees
+  /// the step it takes without a launch of its own.
+  Kokkos::View<std::int64_t, MemorySpace> adam_step;
+  /// If allocated ([1 + A]): column sums of d_head, i.e. the head's bias
+  /// gradient, formed with the means (saves a launch).
+  Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> head_bias_grad;
+  /// If it holds dqn_loss_scratch(...): the batch is split over several
+  /// teams whose partial sums the last team adds (deterministic); otherwise
+  /// one team walks the batch.
+  ReduceScratch<MemorySpace> scratch;
+};
+
+/// Rows per team of the loss kernel: GPUs run one row per thread in teams
+/// of 32 (a batch of 1024 spreads over 32 SMs, with a 5-step team tree);
+/// host backends one thread per team over 64 rows.
+template <class ExecSpace,
+          bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
+struct DqnLossTiling {
+  static constexpr int team_size = 1, rows_per_team = 64;
+};
+template <class ExecSpace>
+struct DqnLossTiling<ExecSpace, false> {
+  static constexpr int team_size = 32, rows_per_team = 32;
+};
+
+/// Each team walks its rows; partial sums meet in a scratch tree, then (with
+/// several teams) in team order in the last team, so the means are
+/// deterministic and land in `metrics` without a host read-back.
+template <class ExecSpace>
+struct DqnLossFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+  static constexpr int base_sums = 3;  // loss, q, |td|; then the d_head column sums
+
+  DqnLossArgs<memory_space> args;
+  int batch = 0;
+  int num_actions = 0;
+  int sums = base_sums;
+  int rows_per_team = 0;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int rank = team.team_rank();
+    const int size = team.team_size();
+    const int teams = team.league_size();
+    float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
+    for (int s = 0; s < sums; ++s) partial[s * size + rank] = 0.0f;
+    const bool head_bias = sums > base_sums;
+    const float inv_b = 1.0f / static_cast<float>(batch);
+    const float inv_a = 1.0f / static_cast<float>(num_actions);
+    const int begin = team.league_rank() * rows_per_team;
+    const int end = begin + rows_per_team < batch ? begin + rows_per_team : batch;
+    float loss_sum = 0.0f, q_sum = 0.0f, td_sum = 0.0f;
+    for (int i = begin + rank; i < end; i += size) {
+      const int a = args.actions(i);
+      const float q = dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
+      const int a_star = greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
+      const float q_next = dueling_q(args.target_next(i, 0), args.target_next(i, 1 + a_star),
+                                     advantage_mean(args.target_next, i, num_actions));
+      const float y = args.rewards(i) + args.discounts(i) * q_next;
+      const float td = q - y;
+      const float abs_td = math::fabs(td);
+      float l, dl;
+      if (args.loss == LossKind::huber) {
+        l = abs_td <= 1.0f ? 0.5f * td * td : abs_td - 0.5f;
+        dl = td > 1.0f ? 1.0f : (td < -1.0f ? -1.0f : td);
+      } else {
+        l = td * td;
+        dl = 2.0f * td;
+      }
+      const float w = args.is_weights(i);
+      const float g = w * dl * inv_b;
+      args.d_head(i, 0) = g;
+      if (head_bias) partial[base_sums * size + rank] += g;
+      for (int j = 0; j < num_actions; ++j) {
+        const float gj = g * ((j == a ? 1.0f : 0.0f) - inv_a);
+        args.d_head(i, 1 + j) = gj;
+        if (head_bias) partial[(base_sums + 1 + j) * size + rank] += gj;
+      }
+      args.td_errors(i) = abs_td;
+      loss_sum += w * l;
+      q_sum += q;
+      td_sum += abs_td;
+    }
+    partial[rank] = loss_sum;
+    partial[size + rank] = q_sum;
+    partial[2 * size + rank] = td_sum;
+    int width = 1;
+    while (width < size) width *= 2;
+    for (int half = width / 2; half > 0; half /= 2) {
+      team.team_barrier();
+      if (rank < half && rank + half < size)
+        for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
+    }
+    team.team_barrier();
+    if (teams == 1) {
+      if (rank == 0) finish([&](int s) { return partial[s * size]; });
+      return;
+    }
+    float* global = args.scratch.partials.data();
+    if (rank == 0)
+      for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
+    if (!arrive_last(team, args.scratch.tickets.data(), static_cast<unsigned>(teams))) return;
+    if (rank == 0)
+      finish([&](int s) {
+        return sum_partials(global, teams, std::size_t(sums), std::size_t(s));
+      });
+  }
+
+  template <class Sum>
+  KOKKOS_INLINE_FUNCTION void finish(const Sum& sum) const {
+    const float inv_b = 1.0f / static_cast<float>(batch);
+    args.metrics(LearnerMetrics::loss) = sum(0) * inv_b;
+    args.metrics(LearnerMetrics::mean_q) = sum(1) * inv_b;
+    args.metrics(LearnerMetrics::mean_abs_td) = sum(2) * inv_b;
+    for (int s = base_sums; s < sums; ++s) args.head_bias_grad(s - base_sums) = sum(s);
+    if (args.adam_step.data() != nullptr) args.adam_step() += 1;
+  }
+};
+
+/// Floats and tickets of ReduceScratch that dqn_loss needs to spread
+/// `batch` rows of a head with `head_outputs` columns over several teams.
+template <class ExecSpace>
+ScratchNeed dqn_loss_scratch(int batch, int head_outputs) {
+  const int teams = (batch + DqnLossTiling<ExecSpace>::rows_per_team - 1) / DqnLossTiling<ExecSpace>::rows_per_team;
+  return {std::size_t(teams) * std::size_t(DqnLossFunctor<ExecSpace>::base_sums + head_outputs), 1};
+}
+
+/// Launches the loss kernel on `space` (see DqnLossArgs::scratch).
+template <class ExecSpace>
+void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memory_space>& args) {
+  using F = DqnLossFunctor<ExecSpace>;
+  using T = DqnLossTiling<ExecSpace>;
+  F f;
+  f.args = args;
+  f.batch = static_cast<int>(args.actions.extent(0));
+  f.num_actions = static_cast<int>(args.online_s.extent(1)) - 1;
+  if (f.batch == 0) return;
+  if (args.head_bias_grad.data() != nullptr) {
+    if (args.head_bias_grad.extent(0) != std::size_t(f.num_actions + 1))
+      throw Error("foxrl::kernels::dqn_loss: head_bias_grad must have 1 + num_actions entries");
+    f.sums = F::base_sums + f.num_actions + 1;
+  }
+  const auto need = dqn_loss_scratch<ExecSpace>(f.batch, f.num_actions + 1);
+  const int teams = (f.batch + T::rows_per_team - 1) / T::rows_per_team;
+  const bool split = teams > 1 && args.scratch.holds(need);
+  f.rows_per_team = split ? T::rows_per_team : f.batch;
+  typename F::policy_type policy(space, split ? teams : 1, split ? T::team_size : (T::team_size > 1 ? 512 : 1));
+  policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * f.sums * policy.team_size()));
+  Kokkos::parallel_for("foxrl::kernels::dqn_loss", compat::light(policy), f);
+}
+
+/// Q-values [R, A] and greedy actions [R] from a dueling head output
+/// [R, 1 + A]; either output may be an empty View.
+template <class ExecSpace, class Head, class QView, class ActionView>
+void dueling_q_values(const ExecSpace& space, const Head& head, const QView& q_out, const ActionView& actions_out) {
+  const int rows = static_cast<int>(head.extent(0));
+  const int num_actions = static_cast<int>(head.extent(1)) - 1;
+  const bool want_q = q_out.extent(0) > 0;
+  const bool want_a = actions_out.extent(0) > 0;
+  Kokkos::parallel_for(
+      "foxrl::kernels::dueling_q_values", Kokkos::RangePolicy<ExecSpace>(space, 0, rows), KOKKOS_LAMBDA(int i) {
+        const float mean_a = advantage_mean(head, i, num_actions);
+        if (want_q)
+          for (int j = 0; j < num_actions; ++j) q_out(i, j) = dueling_q(head(i, 0), head(i, 1 + j), mean_a);
+        if (want_a) actions_out(i) = greedy_action(head, i, num_actions, mean_a);
+      });
+}
+
+}  // namespace kernels
+}  // namespace foxrl

@@ -1,0 +1,105 @@
+#pragma once
+// One fused kernel of the n-step accumulator: record the step just taken by
+// every env into its ring of the last n steps and emit, for every env, the
+// transition whose n-step window ends with this step.
+//
+// Window of the transition starting at step s: steps s .. s+n-1 of the same
+// env, cut after the first step that ended the episode:
+//   reward   = sum_{j<k} gamma^j r_{s+j}            (k = steps in the window)
+//   discount = 0 if the window ended in a termination, else gamma^k
+//   next obs = the real (pre-reset) observation after step s+k-1
+// With no episode end inside the window, that next observation is the one
+// the env acts on at step s+n: `next_is_successor` tells storage it may keep
+// it once.
+
+#include "core/compat.hpp"
+#include "views/collect/transition_batch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl::kernels {
+
+template <class MemorySpace>
+struct NStepRing {
+  Kokkos::View<float***, Kokkos::LayoutRight, MemorySpace> observations;       ///< [n, N, D]
+  Kokkos::View<float***, Kokkos::LayoutRight, MemorySpace> next_observations;  ///< [n, N, D]
+  Kokkos::View<std::int32_t**, Kokkos::LayoutRight, MemorySpace> actions;      ///< [n, N]
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> rewards;             ///< [n, N]
+  /// [n, N]: bit 0 terminated, bit 1 truncated.
+  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, MemorySpace> episode_end;
+};
+
+/// Inputs of one env step, all [N] or [N, D].
+template <class MemorySpace>
+struct StepRecord {
+  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> observations;
+  Kokkos::View<const std::int32_t*, MemorySpace> actions;
+  Kokkos::View<const float*, MemorySpace> rewards;
+  Kokkos::View<const std::uint8_t*, MemorySpace> terminated;
+  Kokkos::View<const std::uint8_t*, MemorySpace> truncated;
+  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> next_observations;
+};
+
+template <class ExecSpace>
+void record_step_and_emit(const ExecSpace& space,
+                          const NStepRing<typename ExecSpace::memory_space>& ring,
+                          const StepRecord<typename ExecSpace::memory_space>& step,
+                          const TransitionBatch<typename ExecSpace::memory_space>& out,
+                          std::int64_t step_index, float gamma, bool emit) {
+  const int n = static_cast<int>(ring.actions.extent(0));
+  const int num_envs = static_cast<int>(ring.actions.extent(1));
+  const int dim = static_cast<int>(ring.observations.extent(2));
+  const int slot = static_cast<int>(step_index % n);
+  // Oldest step of the window that this step completes.
+  const int first = static_cast<int>((step_index + 1) % n);
+  // One thread per (env, observation component), so copies are coalesced;
+  // the d == 0 thread of each env also writes the env's scalars.
+  Kokkos::parallel_for(
+      "foxrl::NStep::record_step_and_emit",
+      compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<std::int64_t>(num_envs) * dim)),
+      KOKKOS_LAMBDA(std::int64_t flat) {
+        const int env = static_cast<int>(flat / dim);
+        const int d = static_cast<int>(flat % dim);
+        const float obs = step.observations(env, d);
+        const float next = step.next_observations(env, d);
+        ring.observations(slot, env, d) = obs;
+        ring.next_observations(slot, env, d) = next;
+        const auto end_here = static_cast<std::uint8_t>((step.terminated(env) ? 1 : 0) |
+                                                        (step.truncated(env) ? 2 : 0));
+        if (d == 0) {
+          ring.actions(slot, env) = step.actions(env);
+          ring.rewards(slot, env) = step.rewards(env);
+          ring.episode_end(slot, env) = end_here;
+        }
+        if (!emit) return;
+        // Walk the window from its oldest step; the current step's flags are
+        // read from `step` (the ring write above is not visible to other
+        // threads of this launch).
+        float reward = 0.f, discount = 1.f;
+        int last = first;
+        std::uint8_t ended = 0;
+        for (int j = 0; j < n; ++j) {
+          const int idx = (first + j) % n;
+          const std::uint8_t flags = idx == slot ? end_here : ring.episode_end(idx, env);
+          if (d == 0) reward += discount * (idx == slot ? step.rewards(env) : ring.rewards(idx, env));
+          discount *= gamma;
+          last = idx;
+          if (flags != 0) {
+            ended = flags;
+            break;
+          }
+        }
+        out.observations(env, d) = first == slot ? obs : ring.observations(first, env, d);
+        out.next_observations(env, d) = last == slot ? next : ring.next_observations(last, env, d);
+        if (d == 0) {
+          out.actions(env) = first == slot ? step.actions(env) : ring.actions(first, env);
+          out.rewards(env) = reward;
+          out.discounts(env) = (ended & 1) ? 0.f : discount;
+          out.next_is_successor(env) = ended == 0 ? 1 : 0;
+        }
+      });
+}
+
+}  // namespace foxrl::kernels

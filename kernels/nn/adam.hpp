@@ -1,0 +1,289 @@
+#pragma once
+// Optimizer kernels over the flat parameter View: the global gradient norm
+// (reduced into a device View, optionally with a count of non-finite
+// parameters handed to the training guard's decision), and one fused launch
+// that clips, applies Adam and (optionally) the Polyak target update or the
+// hard target copy, or carries out the guard's verdict instead.
+
+#include "core/compat.hpp"
+#include "core/error.hpp"
+#include "views/nn/guard_state.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "kernels/core/reduce_scratch.hpp"
+#include "views/nn/weights.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+namespace foxrl {
+
+/// How weight decay enters Adam.
+enum class WeightDecayMode {
+  decoupled,  ///< AdamW: p -= lr * wd * p before the Adam step (torch.optim.AdamW)
+  l2,         ///< L2 penalty: g += wd * p before the moments (torch.optim.Adam)
+};
+
+/// Hyperparameters of one optimizer step.
+struct AdamHyper {
+  float lr = 2.5e-4f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  WeightDecayMode weight_decay_mode = WeightDecayMode::decoupled;
+  /// Global gradient-norm clip (torch.nn.utils.clip_grad_norm_); <= 0: off.
+  float max_grad_norm = 0.0f;
+};
+
+namespace kernels {
+
+/// Team shape of gradient_sq_norm and the elements each thread of
+/// adam_update handles (GPUs: strided, so a warp's loads stay coalesced; host
+/// backends: a contiguous chunk).
+template <class ExecSpace,
+          bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
+struct OptimizerTiling {
+  static constexpr int team_size = 1, per_thread = 4096, max_teams = 64;
+  static constexpr int adam_per_thread = 4096;
+};
+template <class ExecSpace>
+struct OptimizerTiling<ExecSpace, false> {
+  static constexpr int team_size = 256, per_thread = 8, max_teams = 528;
+  // One parameter per Adam thread: with several, each element's stores may
+  // alias the next one's loads, so a thread waits one memory latency per
+  // element instead of overlapping them.
+  static constexpr int adam_per_thread = 1;
+};
+
+/// Teams gradient_sq_norm spreads `n` elements over (its ReduceScratch
+/// needs that many floats and one ticket).
+template <class ExecSpace>
+int gradient_norm_teams(std::size_t n) {
+  using T = OptimizerTiling<ExecSpace>;
+  const std::size_t per_team = std::size_t(T::team_size) * T::per_thread;
+  const std::size_t teams = (n + per_team - 1) / per_team;
+  return static_cast<int>(teams < 1 ? 1 : (teams > std::size_t(T::max_teams) ? T::max_teams : teams));
+}
+
+/// What gradient_sq_norm does with its totals: the squared norm goes to
+/// metrics(grad_sq).
+template <class MemorySpace>
+struct StoreGradSq {
+  Kokkos::View<float*, MemorySpace> metrics;
+  KOKKOS_INLINE_FUNCTION void operator()(float grad_sq, float /*nonfinite_params*/) const {
+    metrics(LearnerMetrics::grad_sq) = grad_sq;
+  }
+};
+
+/// Floats of ReduceScratch that gradient_sq_norm_then needs to spread `n`
+/// elements over several teams (two partials per team when it also scans
+/// parameters) and one ticket.
+template <class ExecSpace>
+std::size_t gradient_norm_scratch(std::size_t n, bool scan_params) {
+  return std::size_t(gradient_norm_teams<ExecSpace>(n)) * (scan_params ? 2 : 1);
+}
+
+/// sum_i grads(i)^2 and (when `params` is allocated) the number of
+/// non-finite params(i), on the device, in one launch: each team reduces a
+/// contiguous range in a scratch tree; with several teams (when `scratch`
+/// holds gradient_norm_scratch(n, ...) floats) the last team adds the
+/// teams' sums in team order (deterministic). One thread then calls
+/// `finish(grad_sq, nonfinite_params)`, the only place both totals exist:
+/// the training guard makes its decision there without a launch of its own.
+template <class ExecSpace, class MemorySpace, class Finish>
+void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>& grads,
+                           const FlatParams<MemorySpace>& params, const Finish& finish,
+                           const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
+  using T = OptimizerTiling<ExecSpace>;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+  const std::size_t n = grads.extent(0);
+  const bool scan = params.extent(0) > 0;
+  if (scan && params.extent(0) != n)
+    throw Error("foxrl::kernels::gradient_sq_norm_then: params and grads differ in length");
+  const int sums = scan ? 2 : 1;
+  int teams = gradient_norm_teams<ExecSpace>(n);
+  if (!scratch.holds(std::size_t(teams) * sums, 1)) teams = 1;
+  const std::size_t per_team = (n + teams - 1) / teams;
+  float* global = scratch.partials.data();
+  unsigned* ticket = scratch.tickets.data();
+  const int team_size = teams == 1 && T::team_size > 1 ? 512 : T::team_size;
+  policy_type policy(space, teams, team_size);
+  Kokkos::parallel_for(
+      "foxrl::kernels::gradient_sq_norm",
+      compat::light(policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * sums * team_size))),
+      KOKKOS_LAMBDA(const member_type& team) {
+        const int rank = team.team_rank();
+        const int size = team.team_size();
+        float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
+        const std::size_t begin = std::size_t(team.league_rank()) * per_team;
+        const std::size_t end = begin + per_team < n ? begin + per_team : n;
+        float acc = 0.0f, bad = 0.0f;
+        for (std::size_t i = begin + rank; i < end; i += size) {
+          acc += grads(i) * grads(i);
+          if (scan && !math::isfinite(params(i))) bad += 1.0f;
+        }
+        partial[rank] = acc;
+        if (scan) partial[size + rank] = bad;
+        int width = 1;
+        while (width < size) width *= 2;
+        for (int half = width / 2; half > 0; half /= 2) {
+          team.team_barrier();
+          if (rank < half && rank + half < size)
+            for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
+        }
+        team.team_barrier();
+        const int league = team.league_size();
+        if (league == 1) {
+          if (rank == 0) finish(partial[0], scan ? partial[size] : 0.0f);
+          return;
+        }
+        if (rank == 0)
+          for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
+        if (!arrive_last(team, ticket, static_cast<unsigned>(league))) return;
+        if (rank == 0) {
+          const float total = sum_partials(global, league, std::size_t(sums), 0);
+          const float total_bad = scan ? sum_partials(global, league, std::size_t(sums), 1) : 0.0f;
+          finish(total, total_bad);
+        }
+      });
+}
+
+/// metrics(grad_sq) = sum_i grads(i)^2 (gradient_sq_norm_then without a
+/// parameter scan; `scratch` needs gradient_norm_teams(n) floats).
+template <class ExecSpace, class MemorySpace>
+void gradient_sq_norm(const ExecSpace& space, const FlatParams<MemorySpace>& grads,
+                      const Kokkos::View<float*, MemorySpace>& metrics,
+                      const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
+  gradient_sq_norm_then(space, grads, FlatParams<MemorySpace>(), StoreGradSq<MemorySpace>{metrics}, scratch);
+}
+
+/// The training guard's side of an optimizer step (src/nn/training_guard.hpp):
+/// the verdict and learning-rate scale its decision left in `state`, the
+/// snapshot a restore copies back, and the td errors a rejected update
+/// invalidates. Default-constructed: no guard (every step applied at the
+/// configured learning rate).
+template <class MemorySpace>
+struct GuardedStep {
+  Kokkos::View<const double*, MemorySpace> state;  ///< GuardState slots
+  FlatParams<MemorySpace> snapshot_online, snapshot_target, snapshot_m, snapshot_v;
+  /// Rewritten when the update is rejected: it taught nothing, so healthy
+  /// rows get keep_priority_td (a spike's outsized errors would otherwise
+  /// dominate sampling) and rows with their own non-finite td error keep it
+  /// (the replay quarantines them).
+  Kokkos::View<float*, MemorySpace> td_errors;
+};
+
+/// Clip + Adam (+ Polyak) in one pass over the flat buffers. `step` must
+/// already count this step (t >= 1); metrics(grad_sq) must hold the squared
+/// gradient norm; metrics(grad_norm) receives its root. `target` is updated
+/// as tau * p + (1 - tau) * target when tau > 0 (pass an empty View
+/// otherwise); tau >= 1 is the hard copy target = p, as an assignment so
+/// nothing of the old target survives (0 x NaN would). Torch's formulas
+/// (single-tensor Adam), bias corrections in double. Each thread derives
+/// the step's scalars (clip coefficient, bias corrections) once and applies
+/// them to several elements. With a `guard`, its verdict decides: apply
+/// (at lr x lr_scale), skip (nothing written, target included), or restore
+/// (online, target and Adam moments copied from the snapshot; the guard's
+/// decision already reset the step counter).
+template <class ExecSpace, class MemorySpace>
+void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParams<MemorySpace>& params,
+                 const FlatParams<MemorySpace>& grads, const FlatParams<MemorySpace>& m,
+                 const FlatParams<MemorySpace>& v, const Kokkos::View<std::int64_t, MemorySpace>& step,
+                 const Kokkos::View<float*, MemorySpace>& metrics, const FlatParams<MemorySpace>& target,
+                 float polyak_tau, const GuardedStep<MemorySpace>& guard = GuardedStep<MemorySpace>()) {
+  using T = OptimizerTiling<ExecSpace>;
+  constexpr bool host = T::team_size == 1;
+  const AdamHyper h = hyper;
+  const std::size_t n = params.extent(0);
+  const bool polyak = polyak_tau > 0.0f && target.extent(0) == n;
+  const bool copy = polyak && polyak_tau >= 1.0f;
+  const float tau = polyak_tau;
+  const bool guarded = guard.state.extent(0) > 0;
+  const bool restore_target = guarded && target.extent(0) == n && guard.snapshot_target.extent(0) == n;
+  if (guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.snapshot_online.extent(0) != n ||
+                  guard.snapshot_m.extent(0) != n || guard.snapshot_v.extent(0) != n))
+    throw Error("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
+  const auto gs = guard.state;
+  const auto snap_p = guard.snapshot_online, snap_t = guard.snapshot_target;
+  const auto snap_m = guard.snapshot_m, snap_v = guard.snapshot_v;
+  const auto td = guard.td_errors;
+  const std::size_t rows = td.extent(0);
+  const std::size_t threads = (n + T::adam_per_thread - 1) / T::adam_per_thread;
+  Kokkos::parallel_for(
+      "foxrl::kernels::adam_update", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1)),
+      KOKKOS_LAMBDA(std::size_t t) {
+        const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
+        if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
+        const std::size_t begin = host ? t * T::adam_per_thread : t;
+        const std::size_t stride = host ? 1 : threads;
+        const std::size_t end = host ? (begin + T::adam_per_thread < n ? begin + T::adam_per_thread : n) : n;
+        // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
+        float lr = h.lr;
+        if (guarded) {
+          const int verdict = static_cast<int>(gs(GuardState::verdict));
+          if (verdict != GuardState::apply) {
+            // Healthy rows keep their priority; rows whose own td error is
+            // non-finite (finite weights: a broken reward or state) keep it
+            // and are quarantined by the replay's priority update.
+            const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
+            for (std::size_t i = t; i < rows; i += threads)
+              if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
+            if (verdict == GuardState::restore) {
+              for (std::size_t i = begin; i < end; i += stride) {
+                params(i) = snap_p(i);
+                m(i) = snap_m(i);
+                v(i) = snap_v(i);
+                if (restore_target) target(i) = snap_t(i);
+              }
+            }
+            return;
+          }
+          lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
+        }
+        float coef = 1.0f;
+        if (h.max_grad_norm > 0.0f) {
+          coef = h.max_grad_norm / (norm + 1e-6f);
+          coef = coef < 1.0f ? coef : 1.0f;
+        }
+        const double ts = static_cast<double>(step());
+        const double bc1 = 1.0 - math::pow(static_cast<double>(h.beta1), ts);
+        const double bc2 = 1.0 - math::pow(static_cast<double>(h.beta2), ts);
+        const float step_size = static_cast<float>(static_cast<double>(lr) / bc1);
+        const float bc2_sqrt = static_cast<float>(math::sqrt(bc2));
+
+        for (std::size_t i = begin; i < end; i += stride) {
+          float p = params(i);
+          float g = grads(i) * coef;
+          if (h.weight_decay != 0.0f) {
+            if (h.weight_decay_mode == WeightDecayMode::l2) g += h.weight_decay * p;
+            else p *= 1.0f - lr * h.weight_decay;
+          }
+          float mi = m(i);
+          mi += (1.0f - h.beta1) * (g - mi);
+          const float vi = v(i) * h.beta2 + (1.0f - h.beta2) * g * g;
+          const float denom = math::sqrt(vi) / bc2_sqrt + h.eps;
+          p -= step_size * (mi / denom);
+          m(i) = mi;
+          v(i) = vi;
+          params(i) = p;
+          if (copy) target(i) = p;
+          else if (polyak) target(i) = tau * p + (1.0f - tau) * target(i);
+        }
+      });
+}
+
+/// target = tau * online + (1 - tau) * target (a standalone Polyak update).
+template <class ExecSpace, class MemorySpace>
+void polyak_update(const ExecSpace& space, const FlatParams<MemorySpace>& online, const FlatParams<MemorySpace>& target,
+                   float tau) {
+  Kokkos::parallel_for(
+      "foxrl::kernels::polyak_update", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
+      KOKKOS_LAMBDA(std::size_t i) { target(i) = tau * online(i) + (1.0f - tau) * target(i); });
+}
+
+}  // namespace kernels
+}  // namespace foxrl

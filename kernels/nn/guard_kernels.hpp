@@ -1,0 +1,162 @@
+#pragma once
+// The training guard's device side: the per-update decision (run by the one
+// thread of the gradient-norm kernel that holds the totals, so it costs no
+// launch) and the snapshot copy. The optimizer kernel carries out the
+// verdict (kernels/nn/adam.hpp, GuardedStep).
+
+#include "core/compat.hpp"
+#include "views/nn/guard_state.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "views/nn/weights.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace foxrl {
+namespace kernels {
+
+/// The decision on one update, called once per update with the squared
+/// gradient norm and the count of non-finite online parameters (see
+/// gradient_sq_norm_then); metrics(loss) already holds the update's loss.
+///
+/// - non-finite loss, gradient or weights, or (once the window holds
+///   GuardState::min_losses losses) loss > spike_factor x running median:
+///   the update is rejected and counted;
+/// - max_bad consecutive rejections, or non-finite weights (skipping cannot
+///   repair those; nothing but a restore can): restore the snapshot, scale
+///   the learning rate by lr_decay and empty the loss window (its losses
+///   describe the weights just thrown away);
+/// - otherwise the loss joins the window.
+/// The loss kernel already advanced the Adam step counter; a rejection
+/// takes that back (skip) or sets the snapshot's counter (restore).
+template <class MemorySpace>
+struct GuardDecision {
+  Kokkos::View<double*, MemorySpace> state;  ///< GuardState slots
+  Kokkos::View<float*, MemorySpace> metrics;
+  Kokkos::View<std::int64_t, MemorySpace> adam_step;
+  Kokkos::View<std::int64_t, MemorySpace> snapshot_step;
+  double spike_factor = 100.0;
+  int max_bad = 5;
+  double lr_decay = 0.5;
+
+  KOKKOS_INLINE_FUNCTION void operator()(float grad_sq, float nonfinite_params) const {
+    metrics(LearnerMetrics::grad_sq) = grad_sq;
+    const float loss = metrics(LearnerMetrics::loss);
+    const bool weights_bad = nonfinite_params > 0.0f;
+    const bool nonfinite = weights_bad || !math::isfinite(loss) || !math::isfinite(grad_sq);
+    // Tells the Adam launch whether non-finite td errors are the rows' own
+    // (quarantine them) or the weights' (every row is NaN: keep priorities).
+    state(GuardState::weights_nonfinite) = weights_bad ? 1.0 : 0.0;
+    const int n = static_cast<int>(state(GuardState::losses));
+    bool spike = false;
+    // A zero median (losses exactly 0) gives no scale to compare against.
+    if (!nonfinite && n >= GuardState::min_losses) {
+      const double median = running_median(n);
+      spike = median > 0.0 && static_cast<double>(loss) > spike_factor * median;
+    }
+    const bool bad = nonfinite || spike;
+    metrics(LearnerMetrics::rejected) = bad ? 1.0f : 0.0f;
+    if (!bad) {
+      state(GuardState::consecutive_bad) = 0.0;
+      state(GuardState::verdict) = GuardState::apply;
+      push_loss(static_cast<double>(loss), n);
+      return;
+    }
+    state(GuardState::rejected) += 1.0;
+    if (nonfinite) state(GuardState::nonfinite) += 1.0;
+    else state(GuardState::spikes) += 1.0;
+    const double streak = state(GuardState::consecutive_bad) + 1.0;
+    if (weights_bad || streak >= static_cast<double>(max_bad)) {
+      state(GuardState::verdict) = GuardState::restore;
+      state(GuardState::consecutive_bad) = 0.0;
+      state(GuardState::restores) += 1.0;
+      state(GuardState::lr_scale) *= lr_decay;
+      state(GuardState::losses) = 0.0;
+      state(GuardState::ring_next) = 0.0;
+      adam_step() = snapshot_step();
+    } else {
+      state(GuardState::verdict) = GuardState::skip;
+      state(GuardState::consecutive_bad) = streak;
+      adam_step() -= 1;
+    }
+  }
+
+  /// Median of the `n` window losses (mean of the middle two for even n).
+  KOKKOS_INLINE_FUNCTION double running_median(int n) const {
+    const double hi = state(GuardState::sorted + n / 2);
+    return n % 2 == 1 ? hi : 0.5 * (state(GuardState::sorted + n / 2 - 1) + hi);
+  }
+
+  /// Appends `x` to the ring (evicting the oldest of a full window) and
+  /// keeps the sorted copy sorted. The sorted values are staged in a local
+  /// array: one round of independent loads instead of a chain of dependent
+  /// global-memory round trips for the single thread doing this.
+  KOKKOS_INLINE_FUNCTION void push_loss(double x, int n) const {
+    constexpr int W = GuardState::window;
+    double s[W];
+    for (int k = 0; k < n; ++k) s[k] = state(GuardState::sorted + k);
+    const int next = static_cast<int>(state(GuardState::ring_next));
+    int m = n;
+    if (n == W) {
+      const double old = state(GuardState::ring + next);
+      int k = 0;
+      while (k < m - 1 && s[k] != old) ++k;
+      for (; k < m - 1; ++k) s[k] = s[k + 1];
+      --m;
+    }
+    int j = m;
+    while (j > 0 && s[j - 1] > x) {
+      s[j] = s[j - 1];
+      --j;
+    }
+    s[j] = x;
+    ++m;
+    for (int k = 0; k < m; ++k) state(GuardState::sorted + k) = s[k];
+    state(GuardState::ring + next) = x;
+    state(GuardState::ring_next) = static_cast<double>((next + 1) % W);
+    state(GuardState::losses) = static_cast<double>(m);
+  }
+};
+
+/// Copies online, target, Adam moments and step counter into the snapshot,
+/// on the device: unless `force`, only when the last update was applied (or
+/// restored), i.e. its weights, loss and gradient were finite and no
+/// rejection streak is under way; otherwise the previous snapshot stays.
+template <class ExecSpace, class MemorySpace>
+void guard_snapshot(const ExecSpace& space, const Kokkos::View<double*, MemorySpace>& state,
+                    const Weights<MemorySpace>& from, const Weights<MemorySpace>& to, bool force) {
+  const std::size_t n = from.online.extent(0);
+  const auto s = state;
+  const auto p = from.online, t = from.target, m = from.adam_m, v = from.adam_v;
+  const auto sp = to.online, st = to.target, sm = to.adam_m, sv = to.adam_v;
+  const auto step = from.adam_step, snap_step = to.adam_step;
+  Kokkos::parallel_for(
+      "foxrl::kernels::guard_snapshot", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::size_t i) {
+        if (!force && s(GuardState::consecutive_bad) != 0.0) return;
+        sp(i) = p(i);
+        st(i) = t(i);
+        sm(i) = m(i);
+        sv(i) = v(i);
+        if (i == 0) {
+          snap_step() = step();
+          s(GuardState::snapshots) += 1.0;
+        }
+      });
+}
+
+/// target(i) = online(i) where online(i) is finite (a hard copy that cannot
+/// carry a NaN or Inf of the online network into the target).
+template <class ExecSpace, class MemorySpace>
+void finite_copy(const ExecSpace& space, const FlatParams<MemorySpace>& online, const FlatParams<MemorySpace>& target) {
+  Kokkos::parallel_for(
+      "foxrl::kernels::finite_copy", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
+      KOKKOS_LAMBDA(std::size_t i) {
+        const float x = online(i);
+        if (math::isfinite(x)) target(i) = x;
+      });
+}
+
+}  // namespace kernels
+}  // namespace foxrl

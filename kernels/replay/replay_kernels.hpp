@@ -1,0 +1,514 @@
+#pragma once
+// Kernels of the prioritized replay buffer (src/replay/replay_buffer.hpp): insert,
+// sample (or gather given slots) and priority update, one launch each, all on
+// the caller's instance. docs/replay.md has the storage layout and the
+// launch/byte budget.
+
+#include "views/replay/batch.hpp"
+#include "core/compat.hpp"
+#include "views/replay/replay_storage.hpp"
+#include "kernels/replay/sum_tree.hpp"
+#include "views/collect/transition_batch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+
+namespace foxrl::kernels {
+
+namespace detail {
+
+/// Reads memory another team may have written during this kernel, bypassing
+/// non-coherent caches (GPU L1); the writer published it with a fence.
+template <class T>
+KOKKOS_INLINE_FUNCTION T load_volatile(const T& ref) {
+  return *static_cast<const volatile T*>(&ref);
+}
+
+/// Called by every thread of every team once its writes are done: publishes
+/// them device-wide, counts the team done, and is true (in every thread of
+/// the team) for the last team of the launch, which may then read what all
+/// teams wrote (volatile loads) and must reset `teams_done` to 0.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool last_team_to_finish(const Member& team, std::int32_t& teams_done) {
+  Kokkos::memory_fence();
+  team.team_barrier();
+  int last = 0;
+  Kokkos::single(
+      Kokkos::PerTeam(team),
+      [&](int& is_last) { is_last = Kokkos::atomic_fetch_add(&teams_done, 1) == team.league_size() - 1 ? 1 : 0; },
+      last);
+  if (last != 0) Kokkos::memory_fence();
+  return last != 0;
+}
+
+/// Largest finite float: "no mass seen yet" for the sample kernel's batch
+/// minimum (kept finite so fast-math builds cannot fold comparisons).
+inline constexpr float no_mass = FLT_MAX;
+
+/// Bits of a float as an int32: for floats >= 0 the integer order is the
+/// float order, so integer atomics can take float minima.
+KOKKOS_INLINE_FUNCTION std::int32_t float_bits(float x) {
+  std::int32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+KOKKOS_INLINE_FUNCTION float bits_float(std::int32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+/// Floats of team scratch for staging sum-tree children.
+template <class ExecSpace>
+using scratch_floats =
+    Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+}  // namespace detail
+
+/// Insert of one TransitionBatch, one launch. Team 0 does the serial-by-
+/// nature part (hands out boundary-pool rows with a team scan, evicts pool
+/// rows still referenced by live slots, writes leaves) and then refreshes the
+/// sum tree above the changed leaves level by level: the new slots are one
+/// or two contiguous ranges, so their ancestors are contiguous too (4096
+/// leaves: 129 level-1 nodes, then 5, then 1-2), plus the rare evicted
+/// slots' paths. Teams 1.. copy the observation rows and per-slot scalars.
+/// Nothing team 0 reads is written by the other teams, so they need no
+/// handshake.
+template <class ExecSpace>
+struct ReplayInsertFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+
+  ReplayLayout layout;
+  ReplayStorage<memory_space> storage;
+  TransitionBatch<memory_space> batch;
+  std::int64_t inserted = 0;  ///< transitions written before this insert
+  float alpha = 0.0f;
+  int rows_per_team = 1;
+  int refresh_groups = 1;     ///< tree nodes per staged chunk of team 0's refresh
+
+  /// Scratch bytes per team.
+  static std::size_t scratch_bytes(int groups) {
+    return detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
+  }
+
+  // Slot, state row and successor row of row 0 (set by set_position):
+  // row i adds i and wraps once, avoiding 64-bit modulo (slow on GPUs).
+  std::int64_t first_slot = 0;
+  std::int64_t first_state_row = 0;
+  std::int64_t first_successor_row = 0;
+
+  void set_position(std::int64_t transitions_before) {
+    inserted = transitions_before;
+    first_slot = inserted % layout.capacity;
+    first_state_row = layout.obs_row(inserted);
+    first_successor_row = layout.next_obs_row(inserted);
+  }
+
+  KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const {
+    return wrap(first_slot + i, layout.capacity);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const {
+    return wrap(first_state_row + i, layout.obs_rows);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const {
+    return wrap(first_successor_row + i, layout.obs_rows);
+  }
+  KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) {
+    return x >= m ? x - m : x;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    if (team.league_rank() == 0) {
+      update_slots_and_tree(team);
+    } else {
+      copy_rows(team, team.league_rank() - 1);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk) const {
+    const int first = chunk * rows_per_team;
+    const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team
+                                                               : layout.num_envs;
+    if (first >= last) return;
+    const int dim = layout.obs_dim;
+    const auto& obs = storage.observations;
+    const auto& in = batch;
+    const std::int64_t rows = layout.obs_rows;
+    const std::int64_t state0 = state_row(first);
+    const std::int64_t next0 = successor_row(first);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (last - first) * dim), [&](const int idx) {
+      const int r = idx / dim;
+      const int c = idx - r * dim;
+      const int i = first + r;
+      obs(wrap(state0 + r, rows), c) = in.observations(i, c);
+      // Written ahead: the successor's own insert n iterations later writes
+      // the same value; until then the row serves as the pending next state.
+      if (in.next_is_successor(i) != 0) obs(wrap(next0 + r, rows), c) = in.next_observations(i, c);
+    });
+    const auto& st = storage;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int i) {
+      const std::int64_t s = slot(i);
+      st.actions(s) = in.actions(i);
+      st.rewards(s) = in.rewards(i);
+      st.discounts(s) = in.discounts(i);
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void update_slots_and_tree(const member_type& team) const {
+    const auto& lay = layout;
+    const auto& shape = layout.tree_shape;
+    const auto& st = storage;
+    const auto& in = batch;
+    const std::int64_t base = inserted;
+    const std::int64_t live_from = inserted + lay.num_envs - lay.capacity;
+    const std::int64_t head = st.boundary_head();
+    const float mass = priority_mass(st.max_priority(), alpha);
+
+    std::int64_t boundaries = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, lay.num_envs),
+        [&](const int i, std::int64_t& count) { count += in.next_is_successor(i) == 0 ? 1 : 0; },
+        boundaries);
+    if (boundaries == 0) {
+      // Most inserts (every one between episode ends): no boundary ordinals
+      // to number, so no team scan.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
+        const std::int64_t s = slot(i);
+        st.next_ref(s) = replay_next_is_successor;
+        st.tree(shape.leaf(s)) = mass;
+      });
+    } else {
+      Kokkos::parallel_scan(
+          Kokkos::TeamThreadRange(team, lay.num_envs),
+          [&](const int i, std::int64_t& offset, const bool final) {
+            const bool boundary = in.next_is_successor(i) == 0;
+            if (final) {
+              const std::int64_t g = base + i;
+              const std::int64_t s = slot(i);
+              if (boundary) {
+                const std::int64_t row = (head + offset) % lay.boundary_capacity;
+                const std::int64_t owner = st.boundary_owner(row);
+                std::int32_t evicted = -1;
+                if (owner >= 0 && owner >= live_from) {
+                  // The pool is smaller than the ring: the oldest boundary
+                  // transition still live loses its next observation, so it
+                  // must never be sampled again.
+                  const std::int64_t old_slot = owner % lay.capacity;
+                  st.next_ref(old_slot) = replay_next_evicted;
+                  st.tree(shape.leaf(old_slot)) = 0.0f;
+                  evicted = static_cast<std::int32_t>(old_slot);
+                  Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
+                }
+                // Indexed by boundary ordinal: the refresh below walks only
+                // the boundaries, not every row.
+                st.evicted_slots(offset) = evicted;
+                st.boundary_owner(row) = g;
+                st.next_ref(s) = static_cast<std::int32_t>(row);
+              } else {
+                st.next_ref(s) = replay_next_is_successor;
+              }
+              st.tree(shape.leaf(s)) = mass;
+            }
+            if (boundary) offset += 1;
+          });
+    }
+    team.team_barrier();
+    if (boundaries > 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
+
+    if (boundaries > 0) {
+      // Boundaries are rare (about n / episode length of the rows): a thread
+      // per row copies its row, instead of a pass over every element.
+      const int dim = lay.obs_dim;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
+        if (in.next_is_successor(i) != 0) return;
+        const std::int32_t row = st.next_ref(slot(i));
+        for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
+      });
+    }
+
+    // New slots: [s0, end1] and, after a wrap, [0, end2].
+    const std::int64_t s0 = slot(0);
+    const std::int64_t past = s0 + lay.num_envs;
+    const std::int64_t end1 = (past < lay.capacity ? past : lay.capacity) - 1;
+    const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
+    const int evictable = static_cast<int>(boundaries);
+    detail::scratch_floats<ExecSpace> buf(team.team_scratch(0),
+                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    for (int level = 1; level <= shape.top(); ++level) {
+      const std::int64_t lo1 = SumTreeShape::ancestor(s0, level);
+      const int n1 = static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
+      const int n2 = end2 >= 0 ? static_cast<int>(SumTreeShape::ancestor(end2, level) + 1) : 0;
+      sum_tree_refresh_level(
+          team, st.tree, shape, level, n1 + n2 + evictable,
+          [&](const int e) -> std::int64_t {
+            if (e < n1) return lo1 + e;
+            if (e < n1 + n2) return e - n1;
+            const std::int32_t ev = st.evicted_slots(e - n1 - n2);
+            return ev >= 0 ? SumTreeShape::ancestor(ev, level) : std::int64_t(-1);
+          },
+          buf);
+    }
+  }
+};
+
+/// Sample (stratified proportional draws) or gather (given slots) of a batch,
+/// one launch. Each team resolves a few rows (one thread per draw descends
+/// the K-ary tree: one line of K children per level; few rows per team so
+/// the descents spread over the whole GPU), copies their observations with
+/// all threads, and folds its minimum leaf mass into a device scalar; the
+/// last team to finish turns the masses into max-normalised importance
+/// weights (p_min / p_i)^beta and resets the scalars for the next call.
+template <class ExecSpace>
+struct ReplaySampleFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using scratch_rows =
+      Kokkos::View<std::int64_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  ReplayLayout layout;
+  ReplayStorage<memory_space> storage;
+  Batch<memory_space> out;
+  Kokkos::View<const std::int64_t*, memory_space> given;  ///< gather mode when non-empty
+  std::int64_t inserted = 0;
+  std::int64_t filled = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t call = 0;
+  float beta = 0.0f;
+  int batch_size = 0;
+  int rows_per_team = 1;  ///< draws per team
+
+  /// Scratch bytes per team of `rows` draws.
+  static std::size_t scratch_bytes(int rows) { return 2 * scratch_rows::shmem_size(rows); }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int first = team.league_rank() * rows_per_team;
+    const int rows = first + rows_per_team < batch_size ? rows_per_team : batch_size - first;
+    scratch_rows state_row(team.team_scratch(0), rows_per_team);
+    scratch_rows next_src(team.team_scratch(0), rows_per_team);
+    const bool gather = given.extent(0) > 0;
+    const auto& lay = layout;
+    const auto& st = storage;
+    const auto& o = out;
+
+    float team_min = detail::no_mass;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, rows),
+        [&](const int r, float& lowest) {
+          const int k = first + r;
+          std::int64_t s;
+          float mass = 1.0f;
+          if (gather) {
+            s = given(k);
+            s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
+          } else {
+            const float u = counter_uniform(seed, call, static_cast<std::uint64_t>(k));
+            const SumTreeDraw draw =
+                sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
+            s = draw.slot;
+            mass = draw.mass;
+          }
+          const std::int64_t g = lay.transition_of_slot(s, inserted);
+          const std::int32_t ref = st.next_ref(s);
+          state_row(r) = lay.obs_row(g);
+          // >= 0: observation-ring row; < 0: boundary-pool row -(src + 1).
+          next_src(r) = ref >= 0 ? -(std::int64_t(ref) + 1)
+                                 : (ref == replay_next_is_successor ? lay.next_obs_row(g)
+                                                                    : lay.obs_row(g));
+          o.indices(k) = s;
+          o.actions(k) = st.actions(s);
+          o.rewards(k) = st.rewards(s);
+          o.discounts(k) = st.discounts(s);
+          o.is_weights(k) = mass;
+          if (!gather && mass > 0.0f && mass < lowest) lowest = mass;
+        },
+        Kokkos::Min<float>(team_min));
+    team.team_barrier();
+
+    const int dim = lay.obs_dim;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * dim), [&](const int idx) {
+      const int r = idx / dim;
+      const int c = idx - r * dim;
+      o.states(first + r, c) = st.observations(state_row(r), c);
+      const std::int64_t src = next_src(r);
+      o.next_states(first + r, c) =
+          src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c);
+    });
+    if (gather) return;
+
+    // Publish this team's masses, then count it as done.
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min));
+    });
+    if (!detail::last_team_to_finish(team, st.teams_done())) return;
+    const float lowest = detail::bits_float(detail::load_volatile(st.batch_min_mass()));
+    const float exponent = beta;
+    const int n = batch_size;
+    // Four rows per thread, loads first: the volatile loads of one thread
+    // are then in flight together instead of one memory latency each.
+    constexpr int per = 4;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (n + per - 1) / per), [&](const int q) {
+      const int stride = (n + per - 1) / per;
+      float mass[per];
+      for (int j = 0; j < per; ++j) {
+        const int k = q + j * stride;
+        mass[j] = k < n ? detail::load_volatile(o.is_weights(k)) : 0.0f;
+      }
+      for (int j = 0; j < per; ++j) {
+        const int k = q + j * stride;
+        // w_k = (size P_k)^-beta / max_j (size P_j)^-beta = (p_min / p_k)^beta;
+        // a zero-mass row (only when no slot has mass) gets weight 0.
+        if (k < n) {
+          o.is_weights(k) = mass[j] > 0.0f && lowest < detail::no_mass
+                                ? foxrl::math::pow(lowest / mass[j], exponent)
+                                : 0.0f;
+        }
+      }
+    });
+    team.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      st.teams_done() = 0;
+      st.batch_min_mass() = detail::float_bits(detail::no_mass);
+    });
+  }
+};
+
+/// Priority update of a batch, one launch. Team t owns node t of the owner
+/// level (the top level, or on GPUs the level below it) and everything below
+/// it, so no two teams ever write the same node: each team picks its
+/// entries (a counter in team scratch compacts them), writes their leaves and
+/// recomputes their ancestors level by level up to its own node
+/// (sum_tree_refresh_level), then raises max_priority_seen with its maximum
+/// (atomic max: order-free). With the owner level below the top, the last
+/// team to finish (ticket) recomputes the top level; every node is still
+/// the left-to-right sum of its children, as with the top-level owners.
+/// Duplicate slots in a batch: the largest priority wins (every occurrence
+/// first clears the leaf, then all take an atomic max; duplicates share a
+/// team), which is deterministic and errs towards replaying the transition.
+/// Entries are skipped (leaf unchanged) for slots outside [0, size), slots
+/// whose boundary row was evicted, and negative td errors (keep_priority_td:
+/// a rejected update's healthy rows); NaN or +inf td errors quarantine their
+/// transition (priority 0: a broken target would poison every update that
+/// samples it).
+template <class ExecSpace>
+struct ReplayUpdateFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using scratch_ints =
+      Kokkos::View<std::int32_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  ReplayLayout layout;
+  ReplayStorage<memory_space> storage;
+  Kokkos::View<const std::int64_t*, memory_space> indices;
+  Kokkos::View<const float*, memory_space> td_abs;
+  std::int64_t filled = 0;
+  float alpha = 0.0f;
+  float eps = 0.0f;
+  int refresh_groups = 1;  ///< tree nodes per staged chunk of the refresh
+  int scratch_level = 0;   ///< 0 (fast, small) or 1 (large batches)
+  /// Level whose nodes the teams own (one team per node): the top level, or
+  /// (GPUs, trees of 3+ levels) the one below it, for 32x more teams and
+  /// shorter per-team chains; the top level is then refreshed by the last
+  /// team to finish.
+  int owner_level = 0;
+
+  /// Scratch bytes per team for `entries` update entries.
+  static std::size_t scratch_bytes(int entries, int groups) {
+    return scratch_ints::shmem_size(std::size_t(entries) + 1) +
+           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(entries)) +
+           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int n = static_cast<int>(indices.extent(0));
+    const auto& st = storage;
+    const auto& shape = layout.tree_shape;
+    const int top = shape.top();
+    const int own = owner_level;
+    const std::int64_t owner = team.league_rank();
+    scratch_ints local_slot(team.team_scratch(scratch_level), std::size_t(n) + 1);
+    detail::scratch_floats<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
+    detail::scratch_floats<ExecSpace> buf(team.team_scratch(scratch_level),
+                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    const auto& idx = indices;
+    const auto& td = td_abs;
+    const std::int64_t size = filled;
+    const float e = eps;
+    // This team's entries, compacted through a counter in team scratch
+    // (local_slot(n)). Their order is arbitrary and does not matter: leaves
+    // take the max over duplicates, refreshed nodes are recomputed from
+    // their children, and the team maximum is a max; the tree comes out the
+    // same bit for bit. (A team scan would give a fixed order at the cost of
+    // a barrier chain per team-sized block of the batch.)
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { local_slot(n) = 0; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) {
+      const std::int64_t s = idx(i);
+      const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
+                        st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
+      if (!mine) return;
+      const int at = Kokkos::atomic_fetch_add(&local_slot(n), 1);
+      local_slot(at) = static_cast<std::int32_t>(s);
+      local_priority(at) = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
+    });
+    team.team_barrier();
+    const int m = local_slot(n);
+    if (m > 0) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
+        st.tree(shape.leaf(local_slot(i))) = 0.0f;
+      });
+      team.team_barrier();
+      float team_max = 0.0f;
+      const float a = alpha;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, m),
+          [&](const int i, float& highest) {
+            const float priority = local_priority(i);
+            Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(priority, a));
+            if (priority > highest) highest = priority;
+          },
+          Kokkos::Max<float>(team_max));
+      team.team_barrier();
+
+      for (int level = 1; level <= own; ++level) {
+        // The owned node is this team's own: refresh it once.
+        const int count = level == own ? 1 : m;
+        sum_tree_refresh_level(
+            team, st.tree, shape, level, count,
+            [&](const int i) -> std::int64_t {
+              return level == own ? owner : SumTreeShape::ancestor(local_slot(i), level);
+            },
+            buf);
+      }
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
+      });
+    }
+    if (own == top) return;
+
+    // Every team (with entries or not) counts itself done; the last one
+    // refreshes the top level from the now final level below it (volatile
+    // loads: other teams wrote those nodes during this launch).
+    if (!detail::last_team_to_finish(team, st.teams_done())) return;
+    constexpr int K = sum_tree_fanout;
+    const int top_nodes = static_cast<int>(shape.nodes[top]);
+    const std::int64_t children = shape.offset[top - 1];
+    const std::int64_t parents = shape.offset[top];
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes * K), [&](const int i) {
+      buf(i) = detail::load_volatile(st.tree(children + i));
+    });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes), [&](const int g) {
+      float sum = 0.0f;
+      for (int j = 0; j < K; ++j) sum += buf(g * K + j);
+      st.tree(parents + g) = sum;
+    });
+    team.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { st.teams_done() = 0; });
+  }
+};
+
+}  // namespace foxrl::kernels

@@ -1,0 +1,306 @@
+#pragma once
+// DqnTrainer: the main job. Owns the run's ExecutionContext and every
+// component; one iteration = one collector step of all envs and, once
+// `learning_starts` env steps are in, `updates_per_iteration` fused updates
+// (sample, normalise, double-DQN n-step update, priority update). Nothing in
+// an iteration reads back to the host (the training guard decides on the
+// device): at the end of each epoch the guard's snapshot, one labelled
+// fence, one copy of the device counters, one log line, one metrics record,
+// and (every `checkpoint_every` epochs) a checkpoint.
+
+#include "collect/action_selector.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "core/execution_context.hpp"
+#include "collect/experience_collector.hpp"
+#include "market/market_setup.hpp"
+#include "replay/replay_buffer.hpp"
+#include "config/resume_check.hpp"
+#include "run/run_manifest.hpp"
+#include "market/signal_adapter.hpp"
+#include "config/train_config.hpp"
+#include "run/trainer_state.hpp"
+#include "run/training_log.hpp"
+#include "envs/vector_env.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace foxrl {
+
+/// Learner metrics summed over an epoch's updates, on the device. A
+/// rejected update adds only to the update count and sums(rejected): its
+/// loss may be NaN or a spike, and it changed nothing.
+template <class ExecSpace>
+struct EpochMetricSums {
+  Kokkos::View<double*, typename ExecSpace::memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
+
+  explicit EpochMetricSums(const ExecSpace& space)
+      : sums(Kokkos::view_alloc(space, "foxrl::DqnTrainer::epoch_metric_sums"), LearnerMetrics::count + 1) {}
+
+  void add(const ExecSpace& space, const Kokkos::View<float*, typename ExecSpace::memory_space>& metrics) const {
+    const auto s = sums;
+    Kokkos::parallel_for(
+        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
+          const bool rejected = metrics(LearnerMetrics::rejected) != 0.0f;
+          for (int k = 0; k < LearnerMetrics::count; ++k)
+            if (!rejected || k == LearnerMetrics::rejected) s(k) += static_cast<double>(metrics(k));
+          s(LearnerMetrics::count) += 1.0;
+        });
+  }
+  void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
+};
+
+template <class ExecSpace = Kokkos::DefaultExecutionSpace>
+class DqnTrainer {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  explicit DqnTrainer(const TrainConfig& config) : config_(config), context_(config.seed) {
+    config_.validate();
+    const auto& space = context_.space();
+    if (config_.env == "market") {
+      market_.emplace(prepare_market(config_));
+      features_.emplace(space, market_->series, static_cast<int>(config_.window));
+      MarketEnvConfig env_config;
+      env_config.observation.set = parse_feature_set(config_.features);
+      env_config.observation.window = static_cast<int>(config_.window);
+      env_config.episode_length = static_cast<int>(config_.episode_length);
+      env_config.cost = config_.cost_bps * 1e-4;
+      market_env_config_ = env_config;
+      env_.emplace(MarketEnv<ExecSpace>(space, *features_, market_->splits.train, static_cast<int>(config_.num_envs),
+                                        config_.seed, env_config));
+      adapter_.emplace(space, env_->obs_dim(), SignalAdapterConfig{}, market_normalize_mask(env_config.observation));
+    } else {
+      env_.emplace(CartPoleEnv<ExecSpace>(space, static_cast<int>(config_.num_envs), config_.seed));
+    }
+
+    DqnLearnerConfig lc;
+    lc.obs_dim = env_->obs_dim();
+    lc.num_actions = env_->num_actions();
+    lc.hidden.assign(config_.hidden.begin(), config_.hidden.end());
+    lc.max_batch = static_cast<int>(config_.batch_size);
+    lc.max_inference_batch = static_cast<int>(config_.num_envs);
+    lc.lr = static_cast<float>(config_.lr);
+    lc.eps = static_cast<float>(config_.adam_eps);
+    lc.weight_decay = static_cast<float>(config_.weight_decay);
+    lc.max_grad_norm = static_cast<float>(config_.max_grad_norm);
+    lc.target_update_every = static_cast<int>(config_.target_update_every);
+    lc.polyak_tau = static_cast<float>(config_.polyak_tau);
+    lc.loss = config_.loss == "mse" ? LossKind::mse : LossKind::huber;
+    lc.seed = config_.seed;
+    lc.dense_backend = DenseBackend::blas;
+    lc.guard.spike_factor = static_cast<float>(config_.guard_spike_factor);
+    lc.guard.max_bad = static_cast<int>(config_.guard_max_bad);
+    lc.guard.lr_decay = static_cast<float>(config_.guard_lr_decay);
+    learner_.emplace(space, lc);
+
+    ReplayConfig rc;
+    rc.capacity = config_.buffer_capacity;
+    rc.obs_dim = env_->obs_dim();
+    rc.num_envs = static_cast<int>(config_.num_envs);
+    rc.n_step = static_cast<int>(config_.n_step);
+    rc.max_batch = static_cast<int>(config_.batch_size);
+    rc.alpha = static_cast<float>(config_.per_alpha);
+    rc.seed = config_.seed;
+    replay_.emplace(space, rc);
+
+    EpsilonSchedule schedule;
+    schedule.start = config_.eps_start;
+    schedule.end = config_.eps_end;
+    schedule.decay_env_steps = static_cast<double>(config_.eps_decay_env_steps);
+    selector_.emplace(env_->num_actions(), config_.seed, schedule);
+
+    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, &*replay_,
+                       static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
+    sums_.emplace(space);
+    context_.fence("DqnTrainer::setup");
+  }
+
+  DqnTrainer(const DqnTrainer&) = delete;
+  DqnTrainer& operator=(const DqnTrainer&) = delete;
+
+  /// One iteration: collector step, then the update round if it is due.
+  void iterate() {
+    const auto& space = context_.space();
+    experiences_ += collector_->step(space, global_step_);
+    global_step_ += config_.num_envs;
+    const bool due = global_step_ >= config_.learning_starts && iteration_ % config_.train_every == 0 &&
+                     replay_->size() >= config_.batch_size;
+    if (due) {
+      for (std::int64_t u = 0; u < config_.updates_per_iteration; ++u) update(space);
+    }
+    ++iteration_;
+  }
+
+  /// Runs one epoch of `iterations_per_epoch` iterations and returns its
+  /// record (after the epoch's one fence).
+  EpochRecord run_epoch() {
+    const auto& space = context_.space();
+    const auto start = std::chrono::steady_clock::now();
+    const std::int64_t steps_before = global_step_, updates_before = updates_;
+    sums_->clear(space);
+    ProgressLine progress(config_.iterations_per_epoch);
+    for (std::int64_t it = 0; it < config_.iterations_per_epoch; ++it) {
+      iterate();
+      progress.tick(it + 1);
+    }
+    // The restore point moves once per epoch: often enough that a restore
+    // loses at most an epoch of progress, rarely enough that its copy of
+    // four parameter buffers costs nothing per update. The device skips it
+    // when the epoch ended in a rejection streak.
+    learner_->snapshot(space);
+    context_.fence("DqnTrainer::epoch_end");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.finish();
+    ++epoch_;
+
+    EpochRecord r;
+    r.epoch = epoch_;
+    r.seconds = seconds;
+    r.env_steps = global_step_;
+    r.experiences = experiences_;
+    r.updates = updates_;
+    r.env_steps_per_s = static_cast<double>(global_step_ - steps_before) / seconds;
+    r.updates_per_s = static_cast<double>(updates_ - updates_before) / seconds;
+    r.epsilon = selector_->epsilon(global_step_);
+    r.beta = beta();
+    auto sums = Kokkos::create_mirror_view(Kokkos::HostSpace(), sums_->sums);
+    Kokkos::deep_copy(space, sums, sums_->sums);
+    auto guard = Kokkos::create_mirror_view(Kokkos::HostSpace(), learner_->guard().state());
+    Kokkos::deep_copy(space, guard, learner_->guard().state());
+    const auto episodes = collector_->episode_stats().summary(space);  // fences
+    const auto counters = GuardCounters::from_state(guard);
+    r.rejected_updates = static_cast<std::int64_t>(sums(LearnerMetrics::rejected));
+    r.rejected_total = counters.rejected;
+    r.nonfinite_total = counters.nonfinite;
+    r.spikes_total = counters.spikes;
+    r.restores = counters.restores;
+    r.lr = config_.lr * counters.lr_scale;
+    const double n = sums(LearnerMetrics::count) - sums(LearnerMetrics::rejected);
+    if (n > 0) {
+      r.loss = sums(LearnerMetrics::loss) / n;
+      r.mean_q = sums(LearnerMetrics::mean_q) / n;
+      r.td_error = sums(LearnerMetrics::mean_abs_td) / n;
+      r.grad_norm = sums(LearnerMetrics::grad_norm) / n;
+    }
+    r.episodes = episodes.episodes;
+    r.mean_return_last_100 = episodes.mean_last_100;
+    r.backend = ExecSpace::name();
+    return r;
+  }
+
+  /// Writes `dir`/trainer_state.safetensors (what resume() needs besides
+  /// the learner: replay, envs, n-step windows, episode statistics,
+  /// normaliser, counters), `dir`/checkpoint.safetensors (online and target
+  /// weights, Adam state) and `dir`/checkpoint.json (config, counters,
+  /// normalizer), each atomically.
+  void save_checkpoint(const std::string& dir) {
+    const auto& space = context_.space();
+    save_trainer_state(space, dir + "/" + trainer_state_file, parts(), counters());
+    learner_->save(space, dir + "/checkpoint.safetensors");
+    RunManifest m;
+    m.config = config_;
+    m.epoch = epoch_;
+    m.global_step = global_step_;
+    m.updates = updates_;
+    if (adapter_) {
+      m.has_normalizer = true;
+      m.normalizer = adapter_->export_state(space);
+    }
+    m.write(dir);
+  }
+
+  /// Continues the run checkpointed in `dir` (save_checkpoint's files):
+  /// the next run_epoch() is the one after the saved epoch and gives what
+  /// the uninterrupted run gives (docs/design.md, "Resume"). The saved
+  /// config must match this trainer's but for `epochs` and `out_dir`
+  /// (UsageError naming the key); a missing or damaged file is a
+  /// foxrl::Error naming the file and tensor. On error the trainer is in
+  /// an unspecified state and must be discarded.
+  void resume(const std::string& dir) {
+    const auto& space = context_.space();
+    const RunManifest manifest = RunManifest::read(dir);
+    check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
+    const std::string state_path = dir + "/" + trainer_state_file;
+    // The learner first: its load re-snapshots the guard, which the trainer
+    // state (the guard's saved snapshot and counters) then overwrites.
+    learner_->load(space, dir + "/checkpoint.safetensors");
+    const TrainerCounters c = load_trainer_state(space, state_path, parts());
+    // The three files are replaced one after the other: a crash between
+    // two renames leaves files of different epochs.
+    if (c.epoch != manifest.epoch || c.global_step != manifest.global_step || c.updates != manifest.updates ||
+        learner_->updates() != c.updates) {
+      throw Error("foxrl: " + state_path + " (epoch " + std::to_string(c.epoch) + ", " +
+                  std::to_string(c.updates) + " updates), " + dir + "/checkpoint.json (epoch " +
+                  std::to_string(manifest.epoch) + ", " + std::to_string(manifest.updates) + " updates) and " + dir +
+                  "/checkpoint.safetensors (" + std::to_string(learner_->updates()) +
+                  " updates) are not from the same checkpoint");
+    }
+    epoch_ = c.epoch;
+    global_step_ = c.global_step;
+    iteration_ = c.iteration;
+    updates_ = c.updates;
+    experiences_ = c.experiences;
+  }
+
+  const TrainConfig& config() const { return config_; }
+  ExecutionContext<ExecSpace>& context() { return context_; }
+  DqnLearner<ExecSpace>& learner() { return *learner_; }
+  ReplayBuffer<ExecSpace>& replay() { return *replay_; }
+  VectorEnv<ExecSpace>& env() { return *env_; }
+  SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
+  const std::optional<MarketSetup>& market() const { return market_; }
+  const std::optional<MarketFeatures<ExecSpace>>& market_features() const { return features_; }
+  const MarketEnvConfig& market_env_config() const { return market_env_config_; }
+  std::int64_t global_step() const { return global_step_; }
+  std::int64_t updates() const { return updates_; }
+  std::int64_t epoch() const { return epoch_; }
+
+ private:
+  TrainerParts<ExecSpace> parts() {
+    return {&*env_, &*replay_, &*collector_, adapter_ ? &*adapter_ : nullptr, &learner_->guard()};
+  }
+  TrainerCounters counters() const { return {epoch_, global_step_, iteration_, updates_, experiences_}; }
+
+  float beta() const {
+    const double b = config_.per_beta_start +
+                     (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
+                         static_cast<double>(config_.per_beta_anneal_updates);
+    return static_cast<float>(b < 1.0 ? b : 1.0);
+  }
+
+  void update(const ExecSpace& space) {
+    auto batch = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
+    if (adapter_) {
+      adapter_->normalize_in_place(space, batch.states, batch.next_states);
+    }
+    learner_->update(space, batch);
+    replay_->update_priorities(space, batch.indices, learner_->td_errors());
+    sums_->add(space, learner_->metrics());
+    ++updates_;
+  }
+
+  TrainConfig config_;
+  ExecutionContext<ExecSpace> context_;
+  std::optional<MarketSetup> market_;
+  std::optional<MarketFeatures<ExecSpace>> features_;
+  MarketEnvConfig market_env_config_;
+  std::optional<VectorEnv<ExecSpace>> env_;
+  std::optional<SignalAdapter<ExecSpace>> adapter_;
+  std::optional<DqnLearner<ExecSpace>> learner_;
+  std::optional<ReplayBuffer<ExecSpace>> replay_;
+  std::optional<ActionSelector<ExecSpace>> selector_;
+  std::optional<ExperienceCollector<ExecSpace>> collector_;
+  std::optional<EpochMetricSums<ExecSpace>> sums_;
+  std::int64_t global_step_ = 0;
+  std::int64_t iteration_ = 0;
+  std::int64_t updates_ = 0;
+  std::int64_t experiences_ = 0;
+  std::int64_t epoch_ = 0;
+};
+
+}  // namespace foxrl

@@ -1,0 +1,95 @@
+#pragma once
+// ExperienceCollector: the acting half of one iteration. One call = forward
+// pass of the online network on the current observations, epsilon-greedy
+// action selection, one step of every env, n-step accumulation, insert of the
+// finished transitions into the replay buffer and the episode statistics:
+// all on the run's instance, no host copy, no fence.
+
+#include "collect/action_selector.hpp"
+#include "agents/dqn/dqn_learner.hpp"
+#include "envs/episode_stats.hpp"
+#include "collect/nstep_accumulator.hpp"
+#include "replay/replay_buffer.hpp"
+#include "market/signal_adapter.hpp"
+#include "envs/vector_env.hpp"
+
+#include <cstdint>
+
+namespace foxrl {
+
+template <class ExecSpace>
+class ExperienceCollector {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using action_view = Kokkos::View<std::int32_t*, memory_space>;
+
+  /// The collector uses the components; it owns none of them. `adapter` may
+  /// be null (observations go to the network as the env gives them);
+  /// `replay` may be null (acting only, e.g. evaluation).
+  ExperienceCollector(const ExecSpace& space, VectorEnv<ExecSpace>& env, DqnLearner<ExecSpace>& learner,
+                      const ActionSelector<ExecSpace>& selector, SignalAdapter<ExecSpace>* adapter,
+                      ReplayBuffer<ExecSpace>* replay, int n_step, float gamma)
+      : env_(env),
+        learner_(learner),
+        selector_(selector),
+        adapter_(adapter),
+        replay_(replay),
+        nstep_(space, env.num_envs(), env.obs_dim(), n_step, gamma),
+        stats_(space, env.num_envs()),
+        acted_on_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::acted_on"),
+                  env.num_envs(), env.obs_dim()),
+        greedy_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::greedy"), env.num_envs()),
+        actions_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::actions"),
+                 env.num_envs()) {
+    if (adapter_ != nullptr) {
+      normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::normalized"),
+                             env.num_envs(), env.obs_dim());
+    }
+  }
+
+  /// One vectorized step of every env; `global_step` = env steps taken
+  /// before it (the epsilon schedule's clock). Returns the transitions
+  /// inserted into the replay buffer (0 while the n-step windows fill).
+  std::int64_t step(const ExecSpace& space, std::int64_t global_step) {
+    // The env overwrites its observations in place; keep the ones acted on.
+    Kokkos::deep_copy(space, acted_on_, env_.observations());
+    obs_view network_input = acted_on_;
+    if (adapter_ != nullptr) {
+      adapter_->process(space, acted_on_, normalized_);
+      network_input = normalized_;
+    }
+    learner_.greedy_actions(space, network_input, greedy_);
+    selector_.select_from_greedy(space, greedy_, global_step, actions_);
+    env_.step(space, actions_);
+    const auto& result = env_.step_result();
+    stats_.record(space, result.rewards, result.terminated, result.truncated);
+    const bool ready = nstep_.push(space, {acted_on_, actions_, result.rewards, result.terminated,
+                                           result.truncated, result.next_observations});
+    if (!ready || replay_ == nullptr) return 0;
+    replay_->insert(space, nstep_.output());
+    return env_.num_envs();
+  }
+
+  const EpisodeStats<ExecSpace>& episode_stats() const { return stats_; }
+  EpisodeStats<ExecSpace>& episode_stats() { return stats_; }
+  /// Actions of the last step (for evaluation traces).
+  const action_view& actions() const { return actions_; }
+  const NStepAccumulator<ExecSpace>& nstep() const { return nstep_; }
+  NStepAccumulator<ExecSpace>& nstep() { return nstep_; }
+
+ private:
+  VectorEnv<ExecSpace>& env_;
+  DqnLearner<ExecSpace>& learner_;
+  const ActionSelector<ExecSpace>& selector_;
+  SignalAdapter<ExecSpace>* adapter_;
+  ReplayBuffer<ExecSpace>* replay_;
+  NStepAccumulator<ExecSpace> nstep_;
+  EpisodeStats<ExecSpace> stats_;
+  obs_view acted_on_;
+  obs_view normalized_;
+  action_view greedy_;
+  action_view actions_;
+};
+
+}  // namespace foxrl

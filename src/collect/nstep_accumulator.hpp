@@ -1,0 +1,76 @@
+#pragma once
+// NStepAccumulator: per-env n-step return accumulation for the experience
+// collector. Each push() records one vectorized env step; from the n-th push
+// on, output() holds one finished n-step transition per env (the one whose
+// window ends with the latest step), ready for ReplayBuffer::insert. Correct
+// across terminations (no bootstrap), truncations (bootstrap from the real
+// last observation) and same-step auto-resets. One kernel launch per push.
+
+#include "core/compat.hpp"
+#include "core/error.hpp"
+#include "kernels/collect/nstep_returns.hpp"
+#include "views/collect/transition_batch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl {
+
+template <class ExecSpace>
+class NStepAccumulator {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  using StepRecord = kernels::StepRecord<memory_space>;
+
+  NStepAccumulator(const ExecSpace& space, int num_envs, int obs_dim, int n, float gamma)
+      : n_(n), gamma_(gamma) {
+    if (num_envs < 1 || obs_dim < 1 || n < 1) {
+      throw Error("NStepAccumulator: num_envs, obs_dim and n must be positive (got " +
+                  std::to_string(num_envs) + ", " + std::to_string(obs_dim) + ", " + std::to_string(n) + ")");
+    }
+    auto alloc = [&](const char* label) {
+      return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::NStep::") + label);
+    };
+    ring_.observations = decltype(ring_.observations)(alloc("ring_observations"), n, num_envs, obs_dim);
+    ring_.next_observations = decltype(ring_.next_observations)(alloc("ring_next_observations"), n, num_envs, obs_dim);
+    ring_.actions = decltype(ring_.actions)(alloc("ring_actions"), n, num_envs);
+    ring_.rewards = decltype(ring_.rewards)(alloc("ring_rewards"), n, num_envs);
+    ring_.episode_end = decltype(ring_.episode_end)(alloc("ring_episode_end"), n, num_envs);
+    out_.observations = decltype(out_.observations)(alloc("observations"), num_envs, obs_dim);
+    out_.actions = decltype(out_.actions)(alloc("actions"), num_envs);
+    out_.rewards = decltype(out_.rewards)(alloc("rewards"), num_envs);
+    out_.next_observations = decltype(out_.next_observations)(alloc("next_observations"), num_envs, obs_dim);
+    out_.discounts = decltype(out_.discounts)(alloc("discounts"), num_envs);
+    out_.next_is_successor = decltype(out_.next_is_successor)(alloc("next_is_successor"), num_envs);
+  }
+
+  /// Records one step of every env. Returns true when output() now holds a
+  /// finished transition per env (every push from the n-th on).
+  bool push(const ExecSpace& space, const StepRecord& step) {
+    const bool emit = steps_ + 1 >= n_;
+    kernels::record_step_and_emit(space, ring_, step, out_, steps_, gamma_, emit);
+    ++steps_;
+    return emit;
+  }
+
+  const TransitionBatch<memory_space>& output() const noexcept { return out_; }
+  int n() const noexcept { return n_; }
+  float gamma() const noexcept { return gamma_; }
+  std::int64_t steps_pushed() const noexcept { return steps_; }
+  /// Restart the windows (e.g. after all envs were reset for evaluation).
+  void clear() noexcept { steps_ = 0; }
+  /// The window of the last n steps (saved and restored on resume).
+  const kernels::NStepRing<memory_space>& ring() const noexcept { return ring_; }
+  /// Sets the push count after ring() was restored (resume).
+  void restore_steps_pushed(std::int64_t steps) noexcept { steps_ = steps; }
+
+ private:
+  int n_;
+  float gamma_;
+  std::int64_t steps_ = 0;
+  kernels::NStepRing<memory_space> ring_;
+  TransitionBatch<memory_space> out_;
+};
+
+}  // namespace foxrl

@@ -1,0 +1,237 @@
+#include "config/train_config.hpp"
+
+#include "core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <variant>
+
+namespace foxrl {
+namespace {
+
+using Json = nlohmann::json;
+
+using Member = std::variant<std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*,
+                            double TrainConfig::*, bool TrainConfig::*,
+                            std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*>;
+
+/// One key of the config: where it lives, its allowed range (numbers) or
+/// values (strings), and what it means.
+struct Field {
+  const char* key;
+  Member member;
+  double min;
+  double max;
+  std::vector<std::string> choices;
+  const char* help;
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<Field>& fields() {
+  using C = TrainConfig;
+  static const std::vector<Field> table = {
+      {"env", &C::env, 0, 0, {"cartpole", "market"}, "environment"},
+      {"data", &C::data, 0, 0, {}, "market OHLCV CSV (empty: built-in synthetic market)"},
+      {"synthetic", &C::synthetic, 0, 0, {"regime", "benchmark"}, "built-in market generator (no data file)"},
+      {"synthetic_bars", &C::synthetic_bars, 1000, 1e8, {}, "bars of the built-in market"},
+      {"features", &C::features, 0, 0, {"returns", "ohlcv"}, "market observation features"},
+      {"num_envs", &C::num_envs, 1, 1 << 24, {}, "environments stepped in parallel"},
+      {"episode_length", &C::episode_length, 1, 1e9, {}, "market episode length in bars"},
+      {"cost_bps", &C::cost_bps, 0, 1e4, {}, "market cost per unit of position change (bp)"},
+      {"window", &C::window, 1, 4096, {}, "market log returns in the observation"},
+      {"train_end", &C::train_end, 0, 0, {}, "last timestamp of the training split (ISO date)"},
+      {"test_start", &C::test_start, 0, 0, {}, "first timestamp of the test split (ISO date)"},
+      {"skip_bad_rows", &C::skip_bad_rows, 0, 1, {}, "skip and count invalid CSV rows"},
+      {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of the MLP trunk"},
+      {"lr", &C::lr, 0, 1, {}, "Adam learning rate"},
+      {"adam_eps", &C::adam_eps, 0, 1, {}, "Adam epsilon"},
+      {"weight_decay", &C::weight_decay, 0, 1, {}, "decoupled weight decay"},
+      {"max_grad_norm", &C::max_grad_norm, 0, kInf, {}, "global gradient-norm clip (0: off)"},
+      {"loss", &C::loss, 0, 0, {"huber", "mse"}, "TD loss"},
+      {"gamma", &C::gamma, 0, 1, {}, "discount factor"},
+      {"n_step", &C::n_step, 1, 64, {}, "n-step return length"},
+      {"buffer_capacity", &C::buffer_capacity, 1, 1LL << 30, {}, "replay capacity (transitions)"},
+      {"batch_size", &C::batch_size, 1, 1 << 20, {}, "minibatch size"},
+      {"learning_starts", &C::learning_starts, 0, 1e15, {}, "env steps before the first update"},
+      {"updates_per_iteration", &C::updates_per_iteration, 0, 1024, {}, "gradient steps per round"},
+      {"train_every", &C::train_every, 1, 1e9, {}, "iterations between update rounds"},
+      {"target_update_every", &C::target_update_every, 1, 1e12, {}, "gradient steps between target copies"},
+      {"polyak_tau", &C::polyak_tau, 0, 1, {}, "soft target update rate (0: hard copies)"},
+      {"eps_start", &C::eps_start, 0, 1, {}, "initial exploration rate"},
+      {"eps_end", &C::eps_end, 0, 1, {}, "final exploration rate"},
+      {"eps_decay_env_steps", &C::eps_decay_env_steps, 1, 1e15, {}, "env steps of the linear decay"},
+      {"per_alpha", &C::per_alpha, 0, 1, {}, "priority exponent (0: uniform replay)"},
+      {"per_beta_start", &C::per_beta_start, 0, 1, {}, "initial importance-weight exponent"},
+      {"per_beta_anneal_updates", &C::per_beta_anneal_updates, 1, 1e15, {}, "updates until beta = 1"},
+      {"guard_spike_factor", &C::guard_spike_factor, 1, kInf, {}, "loss spike factor over the running median"},
+      {"guard_max_bad", &C::guard_max_bad, 1, 1e6, {}, "consecutive bad updates before a restore"},
+      {"guard_lr_decay", &C::guard_lr_decay, 0, 1, {}, "learning-rate factor after a restore"},
+      {"epochs", &C::epochs, 1, 1e9, {}, "epochs"},
+      {"iterations_per_epoch", &C::iterations_per_epoch, 1, 1e12, {}, "collector steps per epoch"},
+      {"seed", &C::seed, 0, 1.8e19, {}, "root random seed"},
+      {"out_dir", &C::out_dir, 0, 0, {}, "directory for logs, metrics, checkpoints, charts"},
+      {"checkpoint_every", &C::checkpoint_every, 1, 1e9, {}, "epochs between checkpoints"},
+      {"target_return", &C::target_return, 0, kInf, {}, "stop when the last-100 mean return reaches it (0: off)"},
+  };
+  return table;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const auto& f : fields()) {
+    if (key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void reject(const std::string& where, const std::string& key, const std::string& why) {
+  throw UsageError(where + ": key '" + key + "': " + why);
+}
+
+void check_range(const std::string& where, const Field& f, double value) {
+  if (!std::isfinite(value) && f.max != kInf) reject(where, f.key, "must be finite");
+  if (value < f.min || value > f.max) {
+    std::ostringstream msg;
+    msg << "value " << value << " is out of range [" << f.min << ", " << f.max << "]";
+    reject(where, f.key, msg.str());
+  }
+}
+
+void assign(TrainConfig& config, const Field& f, const Json& value, const std::string& where) {
+  std::visit(
+      [&](auto member) {
+        using T = std::decay_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!value.is_string()) reject(where, f.key, "expected a string, got " + value.dump());
+          const auto s = value.get<std::string>();
+          if (!f.choices.empty()) {
+            bool ok = false;
+            for (const auto& c : f.choices) ok = ok || c == s;
+            if (!ok) reject(where, f.key, "'" + s + "' is not one of " + Json(f.choices).dump());
+          }
+          config.*member = s;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!value.is_boolean()) reject(where, f.key, "expected true or false, got " + value.dump());
+          config.*member = value.get<bool>();
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!value.is_number()) reject(where, f.key, "expected a number, got " + value.dump());
+          check_range(where, f, value.get<double>());
+          config.*member = value.get<double>();
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+          if (!value.is_array() || value.empty()) {
+            reject(where, f.key, "expected a non-empty list of integers, got " + value.dump());
+          }
+          std::vector<std::int64_t> out;
+          for (const auto& v : value) {
+            if (!v.is_number_integer()) reject(where, f.key, "expected integers, got " + v.dump());
+            check_range(where, f, v.get<double>());
+            out.push_back(v.get<std::int64_t>());
+          }
+          config.*member = out;
+        } else {
+          if (!value.is_number_integer() || (std::is_unsigned_v<T> && value.get<double>() < 0)) {
+            reject(where, f.key, "expected a" + std::string(std::is_unsigned_v<T> ? " non-negative" : "n") +
+                                     " integer, got " + value.dump());
+          }
+          check_range(where, f, value.get<double>());
+          config.*member = value.get<T>();
+        }
+      },
+      f.member);
+}
+
+Json value_of(const TrainConfig& config, const Field& f) {
+  return std::visit([&](auto member) { return Json(config.*member); }, f.member);
+}
+
+/// Parses a command-line value as the field's type: numbers and booleans as
+/// JSON, lists as "a,b,c" or JSON, strings as they are.
+Json parse_override_value(const Field& f, const std::string& text) {
+  const bool is_string = std::holds_alternative<std::string TrainConfig::*>(f.member);
+  if (is_string) return Json(text);
+  if (std::holds_alternative<std::vector<std::int64_t> TrainConfig::*>(f.member) &&
+      (text.empty() || text.front() != '[')) {
+    return Json::parse("[" + text + "]", nullptr, false);
+  }
+  return Json::parse(text, nullptr, false);
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("config " + path + ": cannot open the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return from_json_text(text.str(), "config " + path);
+}
+
+TrainConfig TrainConfig::from_json_text(const std::string& text, const std::string& where) {
+  Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw UsageError(where + ": not valid JSON");
+  if (!doc.is_object()) throw UsageError(where + ": expected a JSON object of keys");
+  TrainConfig config;
+  for (const auto& [key, value] : doc.items()) {
+    const Field* f = find_field(key);
+    if (f == nullptr) reject(where, key, "unknown key (see `foxrl train --help-config`)");
+    assign(config, *f, value, where);
+  }
+  config.validate();
+  return config;
+}
+
+void TrainConfig::apply_overrides(const std::vector<std::string>& key_values) {
+  for (const auto& kv : key_values) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError("--set '" + kv + "': expected key=value");
+    }
+    const std::string key = kv.substr(0, eq);
+    const Field* f = find_field(key);
+    if (f == nullptr) reject("--set", key, "unknown key (see `foxrl train --help-config`)");
+    const Json value = parse_override_value(*f, kv.substr(eq + 1));
+    if (value.is_discarded()) reject("--set", key, "cannot parse '" + kv.substr(eq + 1) + "'");
+    assign(*this, *f, value, "--set");
+  }
+  validate();
+}
+
+void TrainConfig::validate() const {
+  if (batch_size > buffer_capacity) {
+    reject("config", "batch_size", "must not exceed buffer_capacity (" + std::to_string(buffer_capacity) + ")");
+  }
+  if (eps_end > eps_start) reject("config", "eps_end", "must not exceed eps_start");
+  if (env == "market" && episode_length < n_step) {
+    reject("config", "episode_length", "must be at least n_step");
+  }
+  if (buffer_capacity < num_envs * (n_step + 1)) {
+    reject("config", "buffer_capacity", "must hold at least num_envs x (n_step + 1) transitions");
+  }
+}
+
+std::string TrainConfig::to_json() const {
+  Json out = Json::object();
+  for (const auto& f : fields()) out[f.key] = value_of(*this, f);
+  return out.dump(2);
+}
+
+std::string TrainConfig::describe() {
+  const TrainConfig defaults;
+  std::ostringstream out;
+  for (const auto& f : fields()) {
+    out << "  " << f.key << " = " << value_of(defaults, f).dump();
+    if (!f.choices.empty()) {
+      out << "  (one of " << Json(f.choices).dump() << ")";
+    } else if (f.max > f.min) {
+      out << "  [" << f.min << ", " << f.max << "]";
+    }
+    out << "\n      " << f.help << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace foxrl

@@ -1,0 +1,107 @@
+#include "envs/rollout.hpp"
+
+#include "core/execution_context.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace foxrl {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+}  // namespace
+
+int env_num_actions(const std::string& env) {
+  if (env == "cartpole") return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+  if (env == "market") return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+  throw UsageError("unknown env '" + env + "' (known: cartpole, market)");
+}
+
+std::vector<std::int32_t> read_action_file(const std::string& path, int num_actions) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot open action file");
+  std::vector<std::int32_t> actions;
+  std::string line;
+  std::size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (end != t.c_str() + t.size() || errno != 0 || v < 0 || v >= num_actions) {
+      throw UsageError(path + ":" + std::to_string(line_no) + ": action '" + t + "' is not an integer in [0, " +
+                       std::to_string(num_actions) + ")");
+    }
+    actions.push_back(static_cast<std::int32_t>(v));
+  }
+  if (actions.empty()) throw UsageError(path + ": no actions in the file");
+  return actions;
+}
+
+std::array<float, 4> parse_initial_state(const std::string& text) {
+  std::array<float, 4> s{};
+  std::stringstream ss(text);
+  std::string item;
+  int k = 0;
+  while (std::getline(ss, item, ',')) {
+    const std::string t = trim(item);
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (k >= 4 || t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
+      throw UsageError("--initial-state '" + text + "': expected four finite numbers x,x_dot,theta,theta_dot" +
+                       (k < 4 ? " (entry " + std::to_string(k + 1) + " is '" + t + "')" : ""));
+    }
+    s[static_cast<std::size_t>(k++)] = static_cast<float>(v);
+  }
+  if (k != 4) {
+    throw UsageError("--initial-state '" + text + "': expected four numbers x,x_dot,theta,theta_dot, got " +
+                     std::to_string(k));
+  }
+  return s;
+}
+
+void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw UsageError(path + ": cannot open the output file for writing");
+  std::fprintf(f, "step");
+  for (int j = 0; j < trace.obs_dim; ++j) std::fprintf(f, ",obs_%d", j);
+  std::fprintf(f, ",action,reward,terminated,truncated\n");
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    std::fprintf(f, "%zu", k);
+    for (int j = 0; j < trace.obs_dim; ++j) {
+      std::fprintf(f, ",%.9g", static_cast<double>(trace.observations[k * static_cast<std::size_t>(trace.obs_dim) +
+                                                                       static_cast<std::size_t>(j)]));
+    }
+    std::fprintf(f, ",%d,%.9g,%d,%d\n", trace.actions[k], static_cast<double>(trace.rewards[k]),
+                 static_cast<int>(trace.terminated[k]), static_cast<int>(trace.truncated[k]));
+  }
+  const bool ok = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !ok) throw Error(path + ": writing the rollout failed");
+}
+
+RolloutTrace run_rollout(const RolloutOptions& options) {
+  const auto actions = read_action_file(options.actions_path, env_num_actions(options.env));
+  RolloutTrace trace;
+  {
+    ExecutionContext<> context(options.seed);
+    trace = rollout(context.space(), options, actions);
+  }
+  if (!options.out_path.empty()) write_rollout_csv(options.out_path, trace);
+  return trace;
+}
+
+}  // namespace foxrl

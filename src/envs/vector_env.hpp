@@ -1,0 +1,57 @@
+#pragma once
+// VectorEnv: one of the device environments (CartPole or market replay)
+// behind a single interface, so the collector and the trainer are written
+// once. Dispatch happens on the host, once per call; the kernels are the
+// environments' own.
+
+#include "envs/cartpole_env.hpp"
+#include "market/market_env.hpp"
+
+#include <variant>
+
+namespace foxrl {
+
+template <class ExecSpace>
+class VectorEnv {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using action_view = Kokkos::View<const std::int32_t*, memory_space>;
+
+  explicit VectorEnv(CartPoleEnv<ExecSpace> env) : env_(std::move(env)) {}
+  explicit VectorEnv(MarketEnv<ExecSpace> env) : env_(std::move(env)) {}
+
+  int num_envs() const {
+    return std::visit([](const auto& e) { return e.num_envs(); }, env_);
+  }
+  int obs_dim() const {
+    return std::visit([](const auto& e) { return e.obs_dim(); }, env_);
+  }
+  int num_actions() const {
+    return std::visit([](const auto& e) { return e.num_actions(); }, env_);
+  }
+  bool is_market() const { return std::holds_alternative<MarketEnv<ExecSpace>>(env_); }
+
+  /// Observations the next actions are chosen from (post-reset).
+  const obs_view& observations() const {
+    return std::visit([](const auto& e) -> const obs_view& { return e.observations(); }, env_);
+  }
+  /// Result of the last step (real next observations, rewards, flags).
+  const EnvStep<memory_space>& step_result() const {
+    return std::visit([](const auto& e) -> const EnvStep<memory_space>& { return e.step_result(); }, env_);
+  }
+  void step(const ExecSpace& space, const action_view& actions) {
+    std::visit([&](auto& e) { e.step(space, actions); }, env_);
+  }
+  void reset(const ExecSpace& space) {
+    std::visit([&](auto& e) { e.reset(space); }, env_);
+  }
+
+  CartPoleEnv<ExecSpace>* cartpole() { return std::get_if<CartPoleEnv<ExecSpace>>(&env_); }
+  MarketEnv<ExecSpace>* market() { return std::get_if<MarketEnv<ExecSpace>>(&env_); }
+
+ private:
+  std::variant<CartPoleEnv<ExecSpace>, MarketEnv<ExecSpace>> env_;
+};
+
+}  // namespace foxrl

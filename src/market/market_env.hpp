@@ -1,0 +1,327 @@
+#pragma once
+// Market replay: N trading envs replaying windows of one OHLCV series on the
+// device (docs BENCHMARKS.md, "Market replay"; docs/environments.md).
+//
+// Timing: an env at decision bar t has seen bars <= t-1 (its observation),
+// chooses a position p' in {-1, 0, +1} (action - 1), and earns
+//   reward = p' * r[t] - cost * |p' - p|,   r[t] = log(close[t] / close[t-1]),
+// then moves to t + 1. Episodes end by truncation only.
+//
+// Splits: a split [begin, end) of bars owns the decisions and rewards of
+// its episodes: start bars t0 are uniform in [max(begin, W), end - E], so
+// rewards read bars t0 .. t0+E-1 < end and observations bars < t0+E <= end.
+// The only bars before `begin` that a split reads are the observation
+// lookback (W bars of returns and the rolling statistics' window) and the
+// entry price close[begin-1] of r[begin].
+
+#include "core/compat.hpp"
+#include "kernels/core/counter_rng.hpp"
+#include "views/envs/env_step.hpp"
+#include "core/error.hpp"
+#include "kernels/market/features.hpp"
+#include "market/market_data.hpp"
+#include "views/market/market_views.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace foxrl {
+
+/// A range of bars [begin, end) that one split's episodes own.
+struct MarketSplit {
+  int begin = 0;
+  int end = 0;
+  int size() const { return end - begin; }
+};
+
+/// Train / validation / test, consecutive in time, not overlapping.
+struct MarketSplits {
+  MarketSplit train, validation, test;
+};
+
+/// Splits `bars` bars by fraction: train the first `train_fraction`, then
+/// validation `validation_fraction`, test the rest.
+MarketSplits split_by_fraction(int bars, double train_fraction, double validation_fraction);
+/// Splits by time: validation starts at the first bar with timestamp >=
+/// validation_start, test at the first with timestamp >= test_start.
+MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start,
+                                std::int64_t test_start);
+
+struct MarketEnvConfig {
+  ObservationSpec observation;  ///< default: 64 returns + position (the benchmark's)
+  int episode_length = 1000;    ///< steps per episode (then truncated)
+  /// Cost per unit of position change, as a fraction (0.0005 in the benchmark).
+  double cost = 0.0005;
+
+  /// Cost from a quoted spread and a commission: half the spread plus the
+  /// commission, in basis points, per unit of position change.
+  static double cost_from_bps(double spread_bps, double commission_bps) {
+    return (spread_bps / 2.0 + commission_bps) * 1e-4;
+  }
+};
+
+/// The series and its per-bar features on the device; shared (cheaply
+/// copied) by the envs of every split.
+template <class ExecSpace>
+class MarketFeatures {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  /// Uploads `series` and computes its bar features (stats_window bars of
+  /// rolling statistics). Setup: fences once so `series` may go away.
+  MarketFeatures(const ExecSpace& space, const MarketSeries& series, int stats_window)
+      : stats_window_(stats_window), source_(series.source) {
+    if (series.size() < 2) throw UsageError(series.source + ": a market series needs at least 2 bars");
+    if (series.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
+      throw UsageError(series.source + ": too many bars (" + std::to_string(series.size()) + ")");
+    }
+    if (stats_window < 1) throw UsageError("MarketFeatures: stats_window must be >= 1");
+    const int L = static_cast<int>(series.size());
+    auto upload = [&](const char* name, const std::vector<double>& v) {
+      Kokkos::View<double*, memory_space> d(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::Market::") + name), L);
+      Kokkos::deep_copy(space, d,
+                        Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            v.data(), v.size()));
+      return d;
+    };
+    bars_.open = upload("open", series.open);
+    bars_.high = upload("high", series.high);
+    bars_.low = upload("low", series.low);
+    bars_.close = upload("close", series.close);
+    bars_.volume = upload("volume", series.volume);
+    auto feature = [&](const char* name) {
+      return Kokkos::View<float*, memory_space>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::Market::") + name), L);
+    };
+    features_.log_return = feature("log_return");
+    features_.range = feature("range");
+    features_.volume_z = feature("volume_z");
+    features_.volatility = feature("volatility");
+    kernels::compute_bar_features(space, bars_, stats_window, features_);
+    compat::fence(space, "foxrl::Market::upload");  // the host vectors may be released after return
+  }
+
+  int size() const { return bars_.size(); }
+  int stats_window() const { return stats_window_; }
+  const std::string& source() const { return source_; }
+  const MarketBars<memory_space>& bars() const { return bars_; }
+  const BarFeatures<memory_space>& features() const { return features_; }
+
+ private:
+  int stats_window_;
+  std::string source_;
+  MarketBars<memory_space> bars_;
+  BarFeatures<memory_space> features_;
+};
+
+namespace detail {
+
+/// The state half of a market step (one thread per env).
+template <class MemorySpace>
+struct MarketStep {
+  MarketState<MemorySpace> s;
+  Kokkos::View<const float*, MemorySpace> log_return;
+  Kokkos::View<const std::int32_t*, MemorySpace> actions;
+  EnvStep<MemorySpace> out;
+  Kokkos::View<std::int32_t*, MemorySpace> next_time, next_position;  // for the observation kernel
+  double cost;
+  int episode_length;
+  std::uint64_t start_seed;
+  int first_start;
+  std::uint32_t num_starts;
+
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    const int t = s.time(i);
+    const int p = s.position(i);
+    const int a = actions(i);
+    const int q = (a < 0 ? 0 : (a > 2 ? 2 : a)) - 1;
+    const int change = q > p ? q - p : p - q;
+    // Flat earns exactly 0 (not -0 from 0 * a negative return).
+    const double gain = q == 0 ? 0.0 : q * static_cast<double>(log_return(t));
+    out.rewards(i) = static_cast<float>(gain - cost * change);
+    const int steps = s.episode_steps(i) + 1;
+    const bool truncated = steps >= episode_length;
+    out.terminated(i) = 0;
+    out.truncated(i) = truncated ? 1 : 0;
+    next_time(i) = t + 1;
+    next_position(i) = q;
+    if (truncated) {
+      start_episode(i);
+    } else {
+      s.time(i) = t + 1;
+      s.position(i) = q;
+      s.episode_steps(i) = steps;
+    }
+  }
+
+  /// Episode e of env i starts at a bar drawn from (start_seed, i, e), flat.
+  KOKKOS_INLINE_FUNCTION void start_episode(int i) const {
+    const std::uint64_t e = s.episodes(i);
+    s.episodes(i) = e + 1;
+    s.time(i) = first_start + static_cast<int>(kernels::counter_index(start_seed, static_cast<std::uint64_t>(i), e,
+                                                                      num_starts));
+    s.position(i) = 0;
+    s.episode_steps(i) = 0;
+  }
+};
+
+template <class MemorySpace>
+struct MarketReset {
+  MarketStep<MemorySpace> step;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { step.start_episode(i); }
+};
+
+}  // namespace detail
+
+/// N market-replay envs over one split. Observations [N, obs_dim] float
+/// LayoutRight (the ObservationSpec's layout); actions 0 short, 1 flat, 2 long.
+template <class ExecSpace>
+class MarketEnv {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using action_view = Kokkos::View<const std::int32_t*, memory_space>;
+
+  MarketEnv(const ExecSpace& space, const MarketFeatures<ExecSpace>& market, MarketSplit split, int num_envs,
+            std::uint64_t seed, MarketEnvConfig config = {})
+      : market_(market),
+        split_(split),
+        num_envs_(num_envs),
+        config_(config),
+        start_seed_(kernels::derive_seed(seed, kernels::rng_tag::market_start)) {
+    const auto& spec = config.observation;
+    if (num_envs <= 0) throw UsageError("MarketEnv: num_envs must be positive, got " + std::to_string(num_envs));
+    if (spec.window < 1) throw UsageError("MarketEnv: observation window must be >= 1");
+    if (spec.set == FeatureSet::ohlcv && spec.rolling_window() != market.stats_window()) {
+      throw UsageError("MarketEnv: observation wants rolling statistics over " +
+                       std::to_string(spec.rolling_window()) + " bars, the market features were computed over " +
+                       std::to_string(market.stats_window()));
+    }
+    if (config.episode_length < 1) throw UsageError("MarketEnv: episode_length must be >= 1");
+    if (!(config.cost >= 0)) throw UsageError("MarketEnv: cost must be >= 0");
+    if (split.begin < 0 || split.end > market.size() || split.begin >= split.end) {
+      throw UsageError("MarketEnv: split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
+                       ") is not inside the series of " + std::to_string(market.size()) + " bars");
+    }
+    first_start_ = split.begin > spec.min_decision_bar() ? split.begin : spec.min_decision_bar();
+    const int last_start = split.end - config.episode_length;
+    if (last_start < first_start_) {
+      throw UsageError(market.source() + ": split [" + std::to_string(split.begin) + ", " +
+                       std::to_string(split.end) + ") is too short for episodes of " +
+                       std::to_string(config.episode_length) + " bars after a lookback of " +
+                       std::to_string(spec.min_decision_bar()) + " bars");
+    }
+    num_starts_ = static_cast<std::uint32_t>(last_start - first_start_ + 1);
+
+    auto ivec = [&](const char* name) {
+      return Kokkos::View<std::int32_t*, memory_space>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::MarketEnv::") + name),
+          num_envs);
+    };
+    state_.time = ivec("time");
+    state_.position = ivec("position");
+    state_.episode_steps = ivec("episode_steps");
+    state_.episodes = Kokkos::View<std::uint64_t*, memory_space>(
+        Kokkos::view_alloc(space, "foxrl::MarketEnv::episodes"), num_envs);
+    next_time_ = ivec("next_time");
+    next_position_ = ivec("next_position");
+    obs_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::MarketEnv::observations"),
+                    num_envs, obs_dim());
+    last_ = EnvStep<memory_space>::allocate(space, num_envs, obs_dim(), "foxrl::MarketEnv");
+    reset(space);
+  }
+
+  int obs_dim() const { return config_.observation.obs_dim(); }
+  static constexpr int num_actions() { return 3; }
+  int num_envs() const { return num_envs_; }
+  const MarketEnvConfig& config() const { return config_; }
+  const MarketSplit& split() const { return split_; }
+  /// Range of start bars [first, first + count) episodes draw from.
+  int first_start() const { return first_start_; }
+  int num_starts() const { return static_cast<int>(num_starts_); }
+
+  /// Starts a new episode in every env (two launches).
+  void reset(const ExecSpace& space) {
+    Kokkos::parallel_for("foxrl::MarketEnv::reset", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_),
+                         detail::MarketReset<memory_space>{functor(action_view(), last_)});
+    kernels::build_observations(space, market_.features(), config_.observation, state_.time, state_.position, obs_);
+  }
+
+  /// Steps every env (two launches) into step_result(); observations() then
+  /// holds the next observation (post-reset where an episode ended).
+  void step(const ExecSpace& space, const action_view& actions) { step(space, actions, last_); }
+
+  /// Same, writing the step result into caller-owned Views.
+  void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
+    Kokkos::parallel_for("foxrl::MarketEnv::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_)),
+                         functor(actions, out));
+    const auto f = market_.features();
+    const FeatureSet set = config_.observation.set;
+    const int W = config_.observation.window;
+    const int D = obs_dim();
+    const auto nt = next_time_;
+    const auto np = next_position_;
+    const auto time = state_.time;
+    const auto pos = state_.position;
+    const auto truncated = out.truncated;
+    const auto next_obs = out.next_observations;
+    const auto obs = obs_;
+    Kokkos::parallel_for(
+        "foxrl::MarketEnv::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_ * D),
+        KOKKOS_LAMBDA(int idx) {
+          const int i = idx / D, j = idx % D;
+          const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
+          next_obs(i, j) = v;
+          obs(i, j) = truncated(i) ? kernels::observation_value(f, set, W, time(i), pos(i), j) : v;
+        });
+  }
+
+  /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the
+  /// observations (for tests and rollouts from a chosen bar).
+  void set_start(const ExecSpace& space, int env, int t0) {
+    if (env < 0 || env >= num_envs_) throw UsageError("MarketEnv::set_start: env " + std::to_string(env) + " out of range");
+    if (t0 < first_start_ || t0 >= first_start_ + static_cast<int>(num_starts_)) {
+      throw UsageError("MarketEnv::set_start: start bar " + std::to_string(t0) + " outside the split's range [" +
+                       std::to_string(first_start_) + ", " + std::to_string(first_start_ + num_starts_ - 1) + "]");
+    }
+    const auto s = state_;
+    Kokkos::parallel_for(
+        "foxrl::MarketEnv::set_start", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
+          s.time(i) = t0;
+          s.position(i) = 0;
+          s.episode_steps(i) = 0;
+        });
+    kernels::build_observations(space, market_.features(), config_.observation, state_.time, state_.position, obs_);
+  }
+
+  /// [N, obs_dim] the observation each env acts on next (post-reset).
+  const obs_view& observations() const { return obs_; }
+  const EnvStep<memory_space>& step_result() const { return last_; }
+  Kokkos::View<const std::int32_t*, memory_space> episode_steps() const { return state_.episode_steps; }
+  const MarketState<memory_space>& state() const { return state_; }
+  const MarketFeatures<ExecSpace>& market() const { return market_; }
+
+ private:
+  detail::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
+    return {state_,     market_.features().log_return, actions,    out,         next_time_, next_position_,
+            config_.cost, config_.episode_length,       start_seed_, first_start_, num_starts_};
+  }
+
+  MarketFeatures<ExecSpace> market_;
+  MarketSplit split_;
+  int num_envs_;
+  MarketEnvConfig config_;
+  std::uint64_t start_seed_;
+  int first_start_ = 0;
+  std::uint32_t num_starts_ = 0;
+  MarketState<memory_space> state_;
+  Kokkos::View<std::int32_t*, memory_space> next_time_, next_position_;
+  obs_view obs_;
+  EnvStep<memory_space> last_;
+};
+
+}  // namespace foxrl

@@ -1,0 +1,132 @@
+#pragma once
+// Evaluation of a greedy policy on a held-out time split of a market, next to
+// the buy-and-hold, always-flat and random baselines: the table `foxrl eval`
+// and the end of `foxrl train` print.
+//
+// The split is cut into K consecutive chunks walked in parallel by K envs
+// (each chunk one episode, starting flat); their per-bar rewards and
+// positions, concatenated in time order, are the agent's series. Baselines
+// are computed on the host from the same bars with the same cost model.
+
+#include "agents/dqn/dqn_learner.hpp"
+#include "market/market_env.hpp"
+#include "market/market_setup.hpp"
+#include "market/signal_adapter.hpp"
+#include "market/trading_metrics.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace foxrl {
+
+struct StrategyResult {
+  std::string name;
+  TradingMetrics metrics;
+  std::vector<double> equity;  ///< equity curve, 1 before the first bar
+};
+
+struct EvaluationReport {
+  std::string split_description;
+  long bars = 0;
+  std::vector<StrategyResult> strategies;  ///< agent first, then the baselines
+
+  std::string table() const;   ///< fixed-width text table
+  std::string json() const;    ///< one JSON object
+  std::string svg() const;     ///< equity curves
+};
+
+/// Baseline strategies over bars [first, first + count) of `log_returns`
+/// (bar t's return r[t]) with `cost` per unit of position change.
+std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_returns, int first, int count,
+                                                double cost, double bars_per_year, std::uint64_t seed);
+
+/// Greedy evaluation of `learner` on `split`; the adapter (if any) is frozen
+/// for the evaluation and restored to its previous mode afterwards.
+template <class ExecSpace>
+EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& learner,
+                                 SignalAdapter<ExecSpace>* adapter, const MarketFeatures<ExecSpace>& features,
+                                 const MarketSetup& market, const MarketSplit& split, MarketEnvConfig env_config,
+                                 std::uint64_t seed, int max_chunks = 64) {
+  using Mem = typename ExecSpace::memory_space;
+  const int lookback = env_config.observation.min_decision_bar();
+  const int first = split.begin > lookback ? split.begin : lookback;
+  const int usable = split.end - first;
+  if (usable < 2) {
+    throw UsageError(market.series.source + ": the evaluation split has " + std::to_string(usable) +
+                     " usable bars after a lookback of " + std::to_string(lookback));
+  }
+  int chunks = max_chunks < usable / 2 ? max_chunks : usable / 2;
+  if (chunks < 1) chunks = 1;
+  const int length = usable / chunks;
+  env_config.episode_length = length;
+  MarketEnv<ExecSpace> env(space, features, split, chunks, seed, env_config);
+  for (int k = 0; k < chunks; ++k) env.set_start(space, k, first + k * length);
+
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> rewards(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::rewards"), length, chunks);
+  Kokkos::View<std::int32_t**, Kokkos::LayoutRight, Mem> positions(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::positions"), length, chunks);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> normalized(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::normalized"), chunks, env.obs_dim());
+  Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::Evaluation::actions"), chunks);
+  const bool was_frozen = adapter != nullptr && adapter->frozen();
+  if (adapter != nullptr) adapter->set_frozen(true);
+  for (int t = 0; t < length; ++t) {
+    if (adapter != nullptr) {
+      adapter->normalize(space, env.observations(), normalized);
+      learner.greedy_actions(space, normalized, actions);
+    } else {
+      learner.greedy_actions(space, env.observations(), actions);
+    }
+    env.step(space, actions);
+    const auto r = env.step_result().rewards;
+    const auto a = actions;
+    const auto rw = rewards;
+    const auto pos = positions;
+    Kokkos::parallel_for(
+        "foxrl::Evaluation::record", Kokkos::RangePolicy<ExecSpace>(space, 0, chunks), KOKKOS_LAMBDA(int k) {
+          rw(t, k) = r(k);
+          pos(t, k) = a(k) - 1;
+        });
+  }
+  if (adapter != nullptr) adapter->set_frozen(was_frozen);
+  auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards);
+  auto h_positions = Kokkos::create_mirror_view(Kokkos::HostSpace(), positions);
+  Kokkos::deep_copy(space, h_rewards, rewards);
+  Kokkos::deep_copy(space, h_positions, positions);
+  compat::fence(space, "foxrl::Evaluation::copy_back");
+
+  const double per_year = bars_per_year(market.series);
+  std::vector<double> agent_returns, agent_positions;
+  for (int k = 0; k < chunks; ++k) {
+    for (int t = 0; t < length; ++t) {
+      agent_returns.push_back(h_rewards(t, k));
+      agent_positions.push_back(h_positions(t, k));
+    }
+  }
+  EvaluationReport report;
+  report.bars = static_cast<long>(agent_returns.size());
+  report.split_description = market.series.source + " bars " + std::to_string(first) + " .. " +
+                             std::to_string(first + chunks * length - 1) + " (" +
+                             format_timestamp(market.series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) +
+                             " .. " +
+                             format_timestamp(market.series.timestamp[static_cast<std::size_t>(first + chunks * length - 1)])
+                                 .substr(0, 10) +
+                             ")";
+  StrategyResult agent;
+  agent.name = "agent (greedy DQN)";
+  agent.metrics = compute_trading_metrics(agent_returns, agent_positions, per_year);
+  agent.equity = equity_curve(agent_returns);
+  report.strategies.push_back(agent);
+  for (auto& b : baseline_strategies(host_log_returns(market.series), first, chunks * length, env_config.cost,
+                                     per_year, seed)) {
+    report.strategies.push_back(std::move(b));
+  }
+  return report;
+}
+
+}  // namespace foxrl

@@ -1,0 +1,385 @@
+#pragma once
+// ReplayBuffer: prioritized experience replay (proportional PER, Schaul et
+// al. 2016) kept entirely in the memory space of the run's instance. Insert,
+// sample and priority update are one kernel launch each on that instance; the
+// host keeps only the counters it can know without a read-back (inserts are
+// always num_envs rows). Layout, budget and decisions: docs/replay.md.
+
+#include "views/replay/batch.hpp"
+#include "core/compat.hpp"
+#include "core/error.hpp"
+#include "kernels/replay/replay_kernels.hpp"
+#include "views/replay/replay_storage.hpp"
+#include "views/collect/transition_batch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace foxrl {
+
+/// Hyperparameters and sizes of a ReplayBuffer.
+struct ReplayConfig {
+  std::int64_t capacity = 0;  ///< transitions kept (ring); >= num_envs
+  int obs_dim = 0;
+  int num_envs = 0;           ///< rows of every insert (enforced)
+  int n_step = 1;             ///< a successor observation arrives n_step inserts later
+  int max_batch = 1024;       ///< largest sample/gather batch (buffers are preallocated)
+  float alpha = 0.6f;         ///< priority exponent; 0 gives uniform replay
+  float eps = 1e-6f;          ///< priority = |td| + eps
+  /// Rows kept for next observations at episode boundaries; 0 picks
+  /// max(num_envs, capacity / 4). When exceeded, the oldest boundary
+  /// transitions still in the ring stop being sampled (see docs/replay.md).
+  std::int64_t boundary_capacity = 0;
+  std::uint64_t seed = 0;     ///< root of the counter-based sampling stream
+};
+
+/// Prioritized replay ring in device memory. Not thread-safe; every call
+/// that launches work takes the run's instance first.
+template <class ExecSpace>
+class ReplayBuffer {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using index_view = Kokkos::View<const std::int64_t*, memory_space>;
+  using error_view = Kokkos::View<const float*, memory_space>;
+
+  static constexpr int max_batch_limit = 1 << 16;
+
+  ReplayBuffer(const ExecSpace& space, const ReplayConfig& config) : config_(config) {
+    validate(config_);
+    layout_.capacity = config_.capacity;
+    layout_.num_envs = config_.num_envs;
+    layout_.n_step = config_.n_step;
+    layout_.obs_dim = config_.obs_dim;
+    layout_.lookahead = std::int64_t(config_.n_step) * config_.num_envs;
+    layout_.obs_rows = layout_.capacity + layout_.lookahead;
+    layout_.boundary_capacity = config_.boundary_capacity > 0
+                                    ? config_.boundary_capacity
+                                    : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
+    if (layout_.boundary_capacity < config_.num_envs) {
+      throw UsageError("foxrl::ReplayBuffer: boundary_capacity " +
+                       std::to_string(layout_.boundary_capacity) + " is below num_envs " +
+                       std::to_string(config_.num_envs) + " (one insert may hold num_envs boundaries)");
+    }
+    layout_.tree_shape = SumTreeShape::for_leaves(layout_.capacity);
+    allocate(space);
+    choose_team_sizes(space);
+  }
+
+  /// Appends one row per env at slots (ptr + i) % capacity with the current
+  /// maximum priority. `batch.size()` must equal num_envs on every call.
+  void insert(const ExecSpace& space, const TransitionBatch<memory_space>& batch) {
+    check_batch(batch);
+    kernels::ReplayInsertFunctor<ExecSpace> functor;
+    functor.layout = layout_;
+    functor.storage = storage_;
+    functor.batch = batch;
+    functor.set_position(inserted_);
+    functor.alpha = config_.alpha;
+    functor.rows_per_team = insert_rows_per_team_;
+    functor.refresh_groups = insert_refresh_groups_;
+    const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
+    Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, insert_team_size_);
+    policy.set_scratch_size(
+        0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
+    Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), functor);
+    inserted_ += config_.num_envs;
+  }
+
+  /// Draws `batch_size` transitions by stratified proportional sampling
+  /// (draw k uniform in stratum k of the total mass, counter-based RNG of
+  /// (seed, call number, k)) and returns them with importance weights
+  /// (size P_i)^-beta normalised by the batch maximum. The returned Views
+  /// alias buffers that the next sample or gather overwrites.
+  Batch<memory_space> sample(const ExecSpace& space, int batch_size, float beta) {
+    if (!(beta >= 0.0f)) {
+      throw UsageError("foxrl::ReplayBuffer::sample: beta must be >= 0, got " + std::to_string(beta));
+    }
+    return launch_sample(space, batch_size, beta, index_view(), "foxrl::Replay::sample");
+  }
+
+  /// The transitions in `slots` (clamped to [0, size)), weights 1: the same
+  /// gather as sample, for evaluation and inspection. An evicted slot (its
+  /// boundary row was reused; never sampled) returns its state as next state.
+  Batch<memory_space> gather(const ExecSpace& space, const index_view& slots) {
+    return launch_sample(space, static_cast<int>(slots.extent(0)), 0.0f, slots,
+                         "foxrl::Replay::gather");
+  }
+
+  /// Sets the priorities of `indices` to |td| + eps (td_abs: |td| per
+  /// entry, on the device) and raises max_priority_seen. Duplicates: the
+  /// largest priority wins. Entries outside [0, size), evicted slots and
+  /// non-finite td leave their leaf unchanged.
+  void update_priorities(const ExecSpace& space, const index_view& indices,
+                         const error_view& td_abs) {
+    if (indices.extent(0) != td_abs.extent(0)) {
+      throw UsageError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
+                       " indices but " + std::to_string(td_abs.extent(0)) + " td errors");
+    }
+    if (indices.extent(0) == 0 || size() == 0) return;
+    kernels::ReplayUpdateFunctor<ExecSpace> functor;
+    functor.layout = layout_;
+    functor.storage = storage_;
+    functor.indices = indices;
+    functor.td_abs = td_abs;
+    functor.filled = size();
+    functor.alpha = config_.alpha;
+    functor.eps = config_.eps;
+    functor.refresh_groups = update_refresh_groups_;
+    const std::size_t scratch = kernels::ReplayUpdateFunctor<ExecSpace>::scratch_bytes(
+        static_cast<int>(indices.extent(0)), update_refresh_groups_);
+    // Team scratch of a few tens of KB is on-chip on every GPU; larger
+    // batches fall back to level 1 (global memory) scratch.
+    functor.scratch_level = scratch <= max_fast_scratch ? 0 : 1;
+    // One team per node of the owner level: each owns a disjoint subtree.
+    const int top = layout_.tree_shape.top();
+    functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
+    const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
+    Kokkos::TeamPolicy<ExecSpace> policy(space, league, update_team_size_);
+    policy.set_scratch_size(functor.scratch_level, Kokkos::PerTeam(scratch));
+    Kokkos::parallel_for("foxrl::Replay::update_priorities", compat::light(policy), functor);
+  }
+
+  /// Which tree level's nodes the priority update's teams own: the top
+  /// (false, the default) or the level below it (true).
+  /// Both give the same tree bit for bit; this only moves work between
+  /// teams (tests run both on every backend).
+  void set_update_owner_below_top(bool below) { update_below_top_ = below; }
+
+  /// Transitions stored: min(inserted, capacity).
+  std::int64_t size() const { return std::min(inserted_, layout_.capacity); }
+  std::int64_t capacity() const { return layout_.capacity; }
+  /// Slot the next insert's row 0 goes to.
+  std::int64_t write_pointer() const { return inserted_ % layout_.capacity; }
+  /// Transitions inserted since construction.
+  std::int64_t inserted() const { return inserted_; }
+  /// Calls of sample() so far (the RNG stream of the next call).
+  std::uint64_t sample_calls() const { return sample_calls_; }
+  /// Sets the host counters after storage() was restored from a saved
+  /// trainer state (resume): the next insert and sample continue the saved
+  /// run's slots and RNG stream.
+  void restore_counters(std::int64_t inserted, std::uint64_t sample_calls) {
+    if (inserted < 0) throw UsageError("foxrl::ReplayBuffer::restore_counters: negative insert count");
+    inserted_ = inserted;
+    sample_calls_ = sample_calls;
+  }
+
+  /// Device bytes of everything that scales with capacity, per transition.
+  double bytes_per_transition() const {
+    return static_cast<double>(storage_bytes()) / static_cast<double>(layout_.capacity);
+  }
+  /// Device bytes of the ring, boundary pool and sum tree.
+  std::size_t storage_bytes() const {
+    const auto& s = storage_;
+    return bytes(s.observations) + bytes(s.actions) + bytes(s.rewards) + bytes(s.discounts) +
+           bytes(s.next_ref) + bytes(s.boundary_observations) + bytes(s.boundary_owner) +
+           bytes(s.tree);
+  }
+
+  const ReplayConfig& config() const { return config_; }
+  const ReplayLayout& layout() const { return layout_; }
+  /// The device state, for tests and diagnostics (e.g. copying the tree).
+  const ReplayStorage<memory_space>& storage() const { return storage_; }
+
+ private:
+  template <class View>
+  static std::size_t bytes(const View& v) {
+    return v.span() * sizeof(typename View::value_type);
+  }
+
+  static constexpr std::size_t max_fast_scratch = 32 * 1024;
+
+  static void validate(const ReplayConfig& c) {
+    auto fail = [](const std::string& field, const std::string& value, const std::string& why) {
+      throw UsageError("foxrl::ReplayConfig: " + field + " = " + value + ": " + why);
+    };
+    if (c.num_envs < 1) fail("num_envs", std::to_string(c.num_envs), "must be >= 1");
+    if (c.obs_dim < 1) fail("obs_dim", std::to_string(c.obs_dim), "must be >= 1");
+    if (c.n_step < 1) fail("n_step", std::to_string(c.n_step), "must be >= 1");
+    if (c.capacity < c.num_envs) {
+      fail("capacity", std::to_string(c.capacity), "must hold one insert (num_envs rows)");
+    }
+    if (c.capacity > (std::int64_t(1) << 30)) {
+      fail("capacity", std::to_string(c.capacity), "slots are 32-bit: at most 2^30");
+    }
+    if (c.max_batch < 1 || c.max_batch > max_batch_limit) {
+      fail("max_batch", std::to_string(c.max_batch), "must be in [1, 65536]");
+    }
+    if (!(c.alpha >= 0.0f)) fail("alpha", std::to_string(c.alpha), "must be >= 0");
+    if (!(c.eps > 0.0f)) fail("eps", std::to_string(c.eps), "must be > 0");
+    if (c.boundary_capacity < 0) {
+      fail("boundary_capacity", std::to_string(c.boundary_capacity), "must be >= 0");
+    }
+  }
+
+  void check_batch(const TransitionBatch<memory_space>& b) const {
+    auto fail = [](const std::string& field, std::size_t got, std::size_t want) {
+      throw UsageError("foxrl::ReplayBuffer::insert: TransitionBatch." + field + " has extent " +
+                       std::to_string(got) + ", expected " + std::to_string(want));
+    };
+    const std::size_t n = static_cast<std::size_t>(config_.num_envs);
+    const std::size_t d = static_cast<std::size_t>(config_.obs_dim);
+    if (b.observations.extent(0) != n) fail("observations", b.observations.extent(0), n);
+    if (b.observations.extent(1) != d) fail("observations(dim 1)", b.observations.extent(1), d);
+    if (b.next_observations.extent(0) != n) fail("next_observations", b.next_observations.extent(0), n);
+    if (b.next_observations.extent(1) != d) {
+      fail("next_observations(dim 1)", b.next_observations.extent(1), d);
+    }
+    if (b.actions.extent(0) != n) fail("actions", b.actions.extent(0), n);
+    if (b.rewards.extent(0) != n) fail("rewards", b.rewards.extent(0), n);
+    if (b.discounts.extent(0) != n) fail("discounts", b.discounts.extent(0), n);
+    if (b.next_is_successor.extent(0) != n) fail("next_is_successor", b.next_is_successor.extent(0), n);
+  }
+
+  Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, float beta,
+                                    const index_view& given, const char* label) {
+    if (batch_size < 1 || batch_size > config_.max_batch) {
+      throw UsageError(std::string(label) + ": batch size " + std::to_string(batch_size) +
+                       " outside [1, max_batch = " + std::to_string(config_.max_batch) + "]");
+    }
+    if (size() == 0) {
+      throw UsageError(std::string(label) + ": the replay buffer is empty");
+    }
+    const auto rows = std::make_pair(0, batch_size);
+    Batch<memory_space> out;
+    out.states = Kokkos::subview(batch_.states, rows, Kokkos::ALL);
+    out.next_states = Kokkos::subview(batch_.next_states, rows, Kokkos::ALL);
+    out.actions = Kokkos::subview(batch_.actions, rows);
+    out.rewards = Kokkos::subview(batch_.rewards, rows);
+    out.discounts = Kokkos::subview(batch_.discounts, rows);
+    out.indices = Kokkos::subview(batch_.indices, rows);
+    out.is_weights = Kokkos::subview(batch_.is_weights, rows);
+
+    kernels::ReplaySampleFunctor<ExecSpace> functor;
+    functor.layout = layout_;
+    functor.storage = storage_;
+    functor.out = out;
+    functor.given = given;
+    functor.inserted = inserted_;
+    functor.filled = size();
+    functor.seed = config_.seed;
+    functor.call = sample_calls_;
+    functor.beta = beta;
+    functor.batch_size = batch_size;
+    functor.rows_per_team = sample_rows_per_team_;
+    const int league = (batch_size + sample_rows_per_team_ - 1) / sample_rows_per_team_;
+    Kokkos::TeamPolicy<ExecSpace> policy(space, league, sample_team_size_);
+    policy.set_scratch_size(
+        0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_rows_per_team_)));
+    Kokkos::parallel_for(label, compat::light(policy), functor);
+    if (given.extent(0) == 0) ++sample_calls_;
+    return out;
+  }
+
+  void allocate(const ExecSpace& space) {
+    using matrix = typename ReplayStorage<memory_space>::matrix;
+    using vector = typename ReplayStorage<memory_space>::vector;
+    const auto C = layout_.capacity;
+    const auto D = layout_.obs_dim;
+    auto uninit = [&](const std::string& name) {
+      return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Replay::" + name);
+    };
+    auto zeroed = [&](const std::string& name) {
+      return Kokkos::view_alloc(space, "foxrl::Replay::" + name);
+    };
+    auto& s = storage_;
+    // Rows are written before they are read (a slot is read only once it
+    // holds a transition), so the large arrays need no initialisation. The
+    // observation ring is zeroed all the same: its rows ahead of the write
+    // pointer are saved with the trainer state, and a boundary leaves its
+    // successor row unwritten, so zeros keep saved states a function of the
+    // run alone (one fill at setup).
+    s.observations = matrix(zeroed("observations"), layout_.obs_rows, D);
+    s.actions = Kokkos::View<std::int32_t*, memory_space>(uninit("actions"), C);
+    s.rewards = vector(uninit("rewards"), C);
+    s.discounts = vector(uninit("discounts"), C);
+    s.next_ref = Kokkos::View<std::int32_t*, memory_space>(uninit("next_ref"), C);
+    s.boundary_observations = matrix(uninit("boundary_observations"), layout_.boundary_capacity, D);
+    s.boundary_owner = Kokkos::View<std::int64_t*, memory_space>(uninit("boundary_owner"),
+                                                                 layout_.boundary_capacity);
+    Kokkos::deep_copy(space, s.boundary_owner, std::int64_t(-1));
+    s.boundary_head = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_head"));
+    s.boundary_evictions = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_evictions"));
+    s.evicted_slots = Kokkos::View<std::int32_t*, memory_space>(uninit("evicted_slots"),
+                                                                layout_.num_envs);
+    // Never-written leaves must carry zero mass.
+    s.tree = vector(zeroed("tree"), layout_.tree_shape.size);
+    s.max_priority = Kokkos::View<float, memory_space>(uninit("max_priority"));
+    Kokkos::deep_copy(space, s.max_priority, 1.0f);
+    s.teams_done = Kokkos::View<std::int32_t, memory_space>(zeroed("teams_done"));
+    s.batch_min_mass = Kokkos::View<std::int32_t, memory_space>(uninit("batch_min_mass"));
+    Kokkos::deep_copy(space, s.batch_min_mass, kernels::detail::float_bits(kernels::detail::no_mass));
+
+    const int B = config_.max_batch;
+    batch_.states = typename Batch<memory_space>::matrix(uninit("batch_states"), B, D);
+    batch_.next_states = typename Batch<memory_space>::matrix(uninit("batch_next_states"), B, D);
+    batch_.actions = Kokkos::View<std::int32_t*, memory_space>(uninit("batch_actions"), B);
+    batch_.rewards = vector(uninit("batch_rewards"), B);
+    batch_.discounts = vector(uninit("batch_discounts"), B);
+    batch_.indices = Kokkos::View<std::int64_t*, memory_space>(uninit("batch_indices"), B);
+    batch_.is_weights = vector(uninit("batch_is_weights"), B);
+  }
+
+  void choose_team_sizes(const ExecSpace& space) {
+    // Host backends run teams of one thread (parallelism over the league);
+    // devices run wide teams.
+    constexpr bool device =
+        !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+    {
+      // Teams own the top-level nodes (32 at 2^20 slots, ~32 entries each
+      // at a batch of 1024). Owning the level below (1024 teams, ~1 entry
+      // each) measured slower on the H200: 23.8 us per update against
+      // 13.3 us (stream, 2^20 slots), since every team scans the whole
+      // batch; set_update_owner_below_top() keeps it for experiments. 64
+      // nodes of children (8 KB) per staged chunk.
+      kernels::ReplayUpdateFunctor<ExecSpace> f;
+      Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
+      update_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      update_refresh_groups_ = 64;
+      update_below_top_ = false;
+    }
+    {
+      // Team 0 refreshes the ancestors of 4096 contiguous leaves: 129
+      // level-1 nodes; 256 nodes of children (32 KB) stage them in one chunk.
+      kernels::ReplayInsertFunctor<ExecSpace> f;
+      Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
+      insert_refresh_groups_ = device ? 256 : 64;
+      p.set_scratch_size(
+          0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
+      insert_team_size_ = device ? std::min(1024, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      insert_rows_per_team_ = std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
+    }
+    {
+      // Few draws per team, so the descents (each a chain of dependent loads)
+      // spread over many SMs instead of queueing on a few; the team's threads
+      // then copy the rows, and the last team's threads convert all
+      // weights (4 per thread at a batch of 1024).
+      kernels::ReplaySampleFunctor<ExecSpace> f;
+      Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
+      p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(64)));
+      sample_team_size_ = device ? std::min(256, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      sample_rows_per_team_ = device ? 8 : 64;
+    }
+  }
+
+  ReplayConfig config_;
+  ReplayLayout layout_;
+  ReplayStorage<memory_space> storage_;
+  Batch<memory_space> batch_;  ///< max_batch-sized buffers behind every returned Batch
+  std::int64_t inserted_ = 0;
+  std::uint64_t sample_calls_ = 0;
+  int update_team_size_ = 1;
+  int update_refresh_groups_ = 64;
+  bool update_below_top_ = false;  ///< owner level below the top (GPUs)
+  int insert_team_size_ = 1;
+  int insert_refresh_groups_ = 64;
+  int insert_rows_per_team_ = 16;
+  int sample_team_size_ = 1;
+  int sample_rows_per_team_ = 1;
+};
+
+}  // namespace foxrl

@@ -1,0 +1,154 @@
+#pragma once
+// Policy: a trained agent for inference, loaded from a run directory
+// (checkpoint.safetensors + checkpoint.json) with its frozen signal
+// normalizer. What `foxrl infer` uses, and what a trading system embeds:
+//
+//   foxrl::Policy<> policy(space, "runs/sp500");
+//   auto d = policy.decide_market(space, series, /*position=*/0, /*latest_only=*/true);
+//   // d.q.back() are the Q-values of {short, flat, long}, d.action.back() the greedy one
+
+#include "agents/dqn/dqn_learner.hpp"
+#include "market/market_data.hpp"
+#include "market/market_env.hpp"
+#include "market/market_setup.hpp"
+#include "run/run_manifest.hpp"
+#include "market/signal_adapter.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace foxrl {
+
+/// Decisions of a policy on market bars, on the host.
+struct MarketDecisions {
+  std::vector<int> bar;                   ///< index of the last bar each decision has seen
+  std::vector<std::int64_t> timestamp;    ///< its timestamp
+  std::vector<std::vector<float>> q;      ///< Q-values per action (short, flat, long)
+  std::vector<int> action;                ///< greedy action: 0 short, 1 flat, 2 long
+};
+
+template <class ExecSpace = Kokkos::DefaultExecutionSpace>
+class Policy {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+
+  /// Loads `run_dir`; UsageError naming the file on anything missing or
+  /// inconsistent. `max_rows`: the most observations one call evaluates.
+  Policy(const ExecSpace& space, const std::string& run_dir, int max_rows = 4096)
+      : manifest_(RunManifest::read(run_dir)) {
+    const auto& c = manifest_.config;
+    num_actions_ = c.env == "market" ? 3 : 2;
+    if (c.env == "market") {
+      spec_.set = parse_feature_set(c.features);
+      spec_.window = static_cast<int>(c.window);
+      obs_dim_ = spec_.obs_dim();
+    } else {
+      obs_dim_ = 4;
+    }
+    DqnLearnerConfig lc;
+    lc.obs_dim = obs_dim_;
+    lc.num_actions = num_actions_;
+    lc.hidden.assign(c.hidden.begin(), c.hidden.end());
+    lc.max_batch = 1;
+    lc.max_inference_batch = max_rows;
+    lc.dense_backend = DenseBackend::blas;
+    learner_.emplace(space, lc);
+    learner_->load(space, run_dir + "/checkpoint.safetensors");
+    if (manifest_.has_normalizer) {
+      adapter_.emplace(space, obs_dim_, SignalAdapterConfig{},
+                       c.env == "market" ? market_normalize_mask(spec_) : std::vector<std::uint8_t>{});
+      adapter_->import_state(space, manifest_.normalizer);
+      adapter_->set_frozen(true);
+    }
+    normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::normalized"),
+                           max_rows, obs_dim_);
+    greedy_ = Kokkos::View<std::int32_t*, memory_space>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::greedy"), max_rows);
+  }
+
+  int obs_dim() const { return obs_dim_; }
+  int num_actions() const { return num_actions_; }
+  int max_rows() const { return static_cast<int>(normalized_.extent(0)); }
+  const RunManifest& manifest() const { return manifest_; }
+
+  /// Q-values [n, num_actions] of raw observations [n, obs_dim] (n <=
+  /// max_rows), normalised as in training.
+  void q_values(const ExecSpace& space, const Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>& raw,
+                const obs_view& q_out) {
+    const int n = static_cast<int>(raw.extent(0));
+    if (n > max_rows()) throw UsageError("Policy: " + std::to_string(n) + " rows, at most " + std::to_string(max_rows()));
+    auto input = Kokkos::subview(normalized_, std::make_pair(0, n), Kokkos::ALL);
+    if (adapter_) {
+      adapter_->normalize(space, raw, input);
+    } else {
+      Kokkos::deep_copy(space, input, raw);
+    }
+    learner_->q_values(space, input, q_out);
+  }
+
+  /// Decisions after each bar of `series` (or only after the last one) for
+  /// a system holding `position` (-1, 0, +1).
+  MarketDecisions decide_market(const ExecSpace& space, const MarketSeries& series, int position, bool latest_only) {
+    if (manifest_.config.env != "market") throw UsageError("Policy: this checkpoint was trained on " + manifest_.config.env);
+    if (position < -1 || position > 1) throw UsageError("Policy: position must be -1, 0 or 1, got " + std::to_string(position));
+    const int bars = static_cast<int>(series.size());
+    // A decision at time t sees bars 0 .. t-1, and needs `window` returns.
+    const int first_t = latest_only ? bars : spec_.min_decision_bar();
+    if (bars < spec_.min_decision_bar()) {
+      throw UsageError(series.source + ": " + std::to_string(bars) + " bars, the policy needs at least " +
+                       std::to_string(spec_.min_decision_bar()));
+    }
+    MarketFeatures<ExecSpace> features(space, series, spec_.rolling_window());
+    MarketDecisions out;
+    using Mem = memory_space;
+    obs_view raw(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::raw"), max_rows(), obs_dim_);
+    obs_view q(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::q"), max_rows(), num_actions_);
+    Kokkos::View<std::int32_t*, Mem> times(Kokkos::view_alloc(space, "foxrl::Policy::times"), max_rows());
+    Kokkos::View<std::int32_t*, Mem> positions(Kokkos::view_alloc(space, "foxrl::Policy::positions"), max_rows());
+    Kokkos::deep_copy(space, positions, position);
+    for (int t0 = first_t; t0 <= bars; t0 += max_rows()) {
+      const int n = std::min(max_rows(), bars + 1 - t0);
+      Kokkos::parallel_for(
+          "foxrl::Policy::times", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(int i) { times(i) = t0 + i; });
+      auto rows = std::make_pair(0, n);
+      auto raw_n = Kokkos::subview(raw, rows, Kokkos::ALL);
+      kernels::build_observations(space, features.features(), spec_, Kokkos::subview(times, rows),
+                                  Kokkos::subview(positions, rows), raw_n);
+      auto q_n = Kokkos::subview(q, rows, Kokkos::ALL);
+      q_values(space, raw_n, q_n);
+      auto h_q = Kokkos::create_mirror_view(Kokkos::HostSpace(), q);
+      Kokkos::deep_copy(space, h_q, q);
+      compat::fence(space, "foxrl::Policy::copy_back");
+      for (int i = 0; i < n; ++i) {
+        const int t = t0 + i;
+        out.bar.push_back(t - 1);
+        out.timestamp.push_back(series.timestamp[static_cast<std::size_t>(t - 1)]);
+        std::vector<float> row(static_cast<std::size_t>(num_actions_));
+        int best = 0;
+        for (int a = 0; a < num_actions_; ++a) {
+          row[static_cast<std::size_t>(a)] = h_q(i, a);
+          if (h_q(i, a) > h_q(i, best)) best = a;
+        }
+        out.q.push_back(row);
+        out.action.push_back(best);
+      }
+    }
+    return out;
+  }
+
+ private:
+  RunManifest manifest_;
+  ObservationSpec spec_;
+  int obs_dim_ = 0;
+  int num_actions_ = 0;
+  std::optional<DqnLearner<ExecSpace>> learner_;
+  std::optional<SignalAdapter<ExecSpace>> adapter_;
+  obs_view normalized_;
+  Kokkos::View<std::int32_t*, memory_space> greedy_;
+};
+
+}  // namespace foxrl

@@ -1,6 +1,10 @@
 #pragma once
-// foxrl::Error: the one exception type host code throws. Messages name the
-// file, field, row or value that is wrong so a user can fix the input.
+// foxrl::Error: the base of every exception host code throws. Messages name
+// the file, field, row or value that is wrong so a user can fix the input.
+// Three kinds, so that a caller (and the command-line tool's exit code) can
+// tell whose mistake it was: UsageError for the user's input, LogicError for
+// a program that calls the library wrongly, plain Error for failures at run
+// time (I/O, device).
 
 #include <stdexcept>
 #include <string>
@@ -17,6 +21,14 @@ class Error : public std::runtime_error {
 class UsageError : public Error {
  public:
   explicit UsageError(const std::string& what) : Error(what) {}
+};
+
+/// Thrown when the library is called wrongly by the program that uses it
+/// (wrong call order, shapes that do not fit inside the library): a bug in
+/// the calling code, not the user's input; the tool maps it to exit code 1.
+class LogicError : public Error {
+ public:
+  explicit LogicError(const std::string& what) : Error(what) {}
 };
 
 }  // namespace foxrl

@@ -11,6 +11,7 @@ packages=(
   # core count.
   libopenblas0-serial
   catch2 libcli11-dev nlohmann-json3-dev
+  clang-format-14 clang-tidy-14  # ci/check-format.sh, ci/check-tidy.sh
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

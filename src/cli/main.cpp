@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("foxrl ") + FOXRL_VERSION);
   app.require_subcommand(1);
 
-  auto* info = app.add_subcommand("info", "Print the Kokkos configuration foxrl runs on");
+  const auto info = foxrl::cli::add_info_command(app);
   const auto train = foxrl::cli::add_train_command(app);
   const auto evaluate = foxrl::cli::add_eval_command(app);
   const auto infer = foxrl::cli::add_infer_command(app);
@@ -61,13 +61,7 @@ int main(int argc, char** argv) {
 
   try {
     Kokkos::ScopeGuard kokkos;
-    if (info->parsed()) {
-      foxrl::ExecutionContext<> context;
-      std::cout << "foxrl " << FOXRL_VERSION << " on " << context.backend_name() << " (Kokkos "
-                << KOKKOS_VERSION / 10000 << "." << KOKKOS_VERSION / 100 % 100 << "."
-                << KOKKOS_VERSION % 100 << ")\n";
-    }
-    for (const auto& command : {train, evaluate, infer, collect}) {
+    for (const auto& command : {train, evaluate, infer, collect, info}) {
       if (const int rc = command(); rc >= 0) return rc;
     }
     if (rollout_cmd->parsed()) {

@@ -35,6 +35,22 @@ foxrl::TrainConfig audit_config(const std::string& env) {
   return c;
 }
 
+/// The trainer's regions pushed, in order (libraries such as Kokkos
+/// Kernels push their own inside them).
+std::vector<std::string> trainer_regions(const foxrl::AuditRecord& r) {
+  std::vector<std::string> out;
+  for (const auto& name : r.regions_pushed())
+    if (name.rfind("foxrl::DqnTrainer::", 0) == 0) out.push_back(name);
+  return out;
+}
+
+/// The trainer phase a launch ran in ("" if none).
+std::string phase_of(const foxrl::AuditRecord::Launch& l) {
+  for (const auto& r : l.regions)
+    if (r.rfind("foxrl::DqnTrainer::", 0) == 0) return r;
+  return "";
+}
+
 bool launched(const foxrl::AuditRecord& r, const std::string& name) {
   for (const auto& l : r.launches)
     if (l.name == name) return true;
@@ -75,7 +91,8 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // profiling regions included (the global fences Kokkos 4 adds around
   // every callback of an attached tool exist only because a tool is
   // attached; the audit leaves them out).
-  CHECK(record.regions.size() == 8);  // collect, insert, sample, update: push and pop
+  CHECK(trainer_regions(record) == std::vector<std::string>{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert",
+                                                             "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update"});
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
 }
@@ -100,7 +117,7 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   std::vector<std::string> expected = {p + "epoch_bookkeeping"};
   for (int it = 0; it < 2; ++it) expected.insert(expected.end(), iteration.begin(), iteration.end());
   expected.push_back(p + "epoch_bookkeeping");
-  CHECK(record.regions_pushed() == expected);
+  CHECK(trainer_regions(record) == expected);
 
   // Regions nest: every pop closes the region pushed last, none stays open.
   std::vector<std::string> open;
@@ -125,7 +142,7 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   CHECK(fences_off.empty());
   for (const auto& l : record.launches) {
     INFO("launch " << l.name);
-    CHECK(l.region.rfind(p, 0) == 0);
+    CHECK(phase_of(l) != "");
   }
   const std::pair<const char*, std::string> homes[] = {
       {"foxrl::ActionSelector::select_from_greedy", p + "collect"},
@@ -141,7 +158,7 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
     for (const auto& l : record.launches) {
       if (l.name != kernel) continue;
       ++found;
-      CHECK(l.region == region);
+      CHECK(phase_of(l) == region);
     }
     CHECK(found > 0);
   }

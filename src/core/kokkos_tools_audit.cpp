@@ -20,7 +20,7 @@ void record_launch(AuditRecord::LaunchKind kind, const char* name, std::uint32_t
                    std::uint64_t* kernel_id) {
   *kernel_id = next_kernel_id++;
   if (active_record != nullptr) {
-    active_record->launches.push_back({kind, name, dev, open_regions.empty() ? std::string() : open_regions.back()});
+    active_record->launches.push_back({kind, name, dev, open_regions});
   }
 }
 

@@ -23,7 +23,7 @@ struct AuditRecord {
     LaunchKind kind;
     std::string name;
     std::uint32_t device_id;
-    std::string region = {};  ///< innermost profiling region open at launch ("" if none)
+    std::vector<std::string> regions = {};  ///< profiling regions open at launch, outermost first
   };
   struct Fence {
     std::string name;

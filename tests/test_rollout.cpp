@@ -19,7 +19,7 @@ TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   foxrl::RolloutOptions options;
-  options.env = "cartpole";
+  options.env = foxrl::EnvKind::cartpole;
   options.seed = 9;
   options.initial_state = std::array<float, 4>{0.01f, -0.02f, 0.03f, 0.04f};
   // Push right until the pole falls past 12 degrees, then keep going into the next episode.
@@ -50,7 +50,7 @@ TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium
 TEST_CASE("rollout writes the expected CSV and validates the action file", "[rollout]") {
   foxrl::test::TempDir dir;
   foxrl::RolloutOptions options;
-  options.env = "cartpole";
+  options.env = foxrl::EnvKind::cartpole;
   options.seed = 4;
   options.actions_path = dir.write("actions.txt", "# a comment\n0\n1\n\n1\n0\n");
   options.out_path = dir.file("out.csv");
@@ -93,7 +93,7 @@ TEST_CASE("rollout writes the expected CSV and validates the action file", "[rol
   CHECK(s[2] == 0.02f);
 
   // Market rollout on the synthetic series: rewards use the next bar's return.
-  options.env = "market";
+  options.env = foxrl::EnvKind::market;
   options.actions_path = dir.write("m.txt", "2\n2\n0\n1\n");
   options.market.episode_length = 3;
   options.synthetic = "benchmark";

@@ -31,7 +31,7 @@ TEST_CASE("config file and overrides set typed keys", "[config]") {
   const auto path = write_temp("good.json", R"({"env": "cartpole", "num_envs": 8, "lr": 0.001,
       "hidden": [120, 84], "skip_bad_rows": true, "seed": 7})");
   auto config = foxrl::TrainConfig::from_json_file(path);
-  CHECK(config.env == "cartpole");
+  CHECK(config.env == foxrl::EnvKind::cartpole);
   CHECK(config.num_envs == 8);
   CHECK(config.lr == Approx(0.001));
   CHECK(config.hidden == std::vector<std::int64_t>{120, 84});

@@ -2,7 +2,9 @@
 // collector step (forward, selection, env step, n-step, replay insert,
 // episode statistics), the update (sample, normalise, learner update),
 // the priority update and the metric bookkeeping: every launch on the
-// run's instance, no fence, no allocation outside foxrl:: labels.
+// run's instance, no fence, no allocation outside foxrl:: labels. And the
+// trainer's Kokkos Tools regions: its phases in order, every kernel inside
+// its phase and on the run's instance.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "test_spaces.hpp"
@@ -10,13 +12,14 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
 
 foxrl::TrainConfig audit_config(const std::string& env) {
   foxrl::TrainConfig c;
-  c.env = env;
+  c.env = foxrl::parse_env_kind(env);
   c.num_envs = 8;
   c.hidden = {32, 32};
   c.batch_size = 32;
@@ -30,6 +33,22 @@ foxrl::TrainConfig audit_config(const std::string& env) {
     c.window = 16;
   }
   return c;
+}
+
+/// The trainer's regions pushed, in order (libraries such as Kokkos
+/// Kernels push their own inside them).
+std::vector<std::string> trainer_regions(const foxrl::AuditRecord& r) {
+  std::vector<std::string> out;
+  for (const auto& name : r.regions_pushed())
+    if (name.rfind("foxrl::DqnTrainer::", 0) == 0) out.push_back(name);
+  return out;
+}
+
+/// The trainer phase a launch ran in ("" if none).
+std::string phase_of(const foxrl::AuditRecord::Launch& l) {
+  for (const auto& r : l.regions)
+    if (r.rfind("foxrl::DqnTrainer::", 0) == 0) return r;
+  return "";
 }
 
 bool launched(const foxrl::AuditRecord& r, const std::string& name) {
@@ -68,7 +87,79 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
     INFO("launch " << name);
     CHECK(launched(record, name));
   }
-  // Nothing in an iteration waits for the device or allocates.
+  // Nothing in an iteration waits for the device or allocates, its
+  // profiling regions included (the global fences Kokkos 4 adds around
+  // every callback of an attached tool exist only because a tool is
+  // attached; the audit leaves them out).
+  CHECK(trainer_regions(record) == std::vector<std::string>{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert",
+                                                             "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update"});
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
+}
+
+TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on the run's instance",
+                   "[audit][trainer][regions]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
+  INFO("env " << env);
+  auto config = audit_config(env);
+  config.iterations_per_epoch = 2;
+  foxrl::DqnTrainer<Exec> trainer(config);
+  const auto id = foxrl::tools_device_id(trainer.context().space());
+  while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
+  trainer.context().fence("test::warm");
+  const auto updates_before = trainer.updates();
+
+  const auto record = foxrl::audit([&] { trainer.run_epoch(); });
+  REQUIRE(trainer.updates() == updates_before + 2);
+  const std::string p = "foxrl::DqnTrainer::";
+  const std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update"};
+  std::vector<std::string> expected = {p + "epoch_bookkeeping"};
+  for (int it = 0; it < 2; ++it) expected.insert(expected.end(), iteration.begin(), iteration.end());
+  expected.push_back(p + "epoch_bookkeeping");
+  CHECK(trainer_regions(record) == expected);
+
+  // Regions nest: every pop closes the region pushed last, none stays open.
+  std::vector<std::string> open;
+  bool nested = true;
+  for (const auto& r : record.regions) {
+    if (r.kind == foxrl::AuditRecord::RegionEvent::Kind::push) {
+      open.push_back(r.name);
+    } else {
+      nested = nested && !open.empty() && open.back() == r.name;
+      if (!open.empty()) open.pop_back();
+    }
+  }
+  CHECK(nested);
+  CHECK(open.empty());
+
+  // Every launch runs on the run's instance, inside a phase, and the
+  // components' kernels inside theirs.
+  const auto off = record.launches_off(id);
+  INFO("launches off the instance: " << off.size() << (off.empty() ? "" : ", first: " + off.front()));
+  CHECK(off.empty());
+  const auto fences_off = record.fences_off(id);
+  CHECK(fences_off.empty());
+  for (const auto& l : record.launches) {
+    INFO("launch " << l.name);
+    CHECK(phase_of(l) != "");
+  }
+  const std::pair<const char*, std::string> homes[] = {
+      {"foxrl::ActionSelector::select_from_greedy", p + "collect"},
+      {"foxrl::EpisodeStats::record", p + "collect"},
+      {"foxrl::NStep::record_step_and_emit", p + "collect"},
+      {"foxrl::Replay::insert", p + "insert"},
+      {"foxrl::Replay::sample", p + "sample"},
+      {"foxrl::Replay::update_priorities", p + "update"},
+      {"foxrl::DqnTrainer::accumulate_metrics", p + "update"}};
+  for (const auto& [kernel, region] : homes) {
+    INFO("launch " << kernel << " in " << region);
+    int found = 0;
+    for (const auto& l : record.launches) {
+      if (l.name != kernel) continue;
+      ++found;
+      CHECK(phase_of(l) == region);
+    }
+    CHECK(found > 0);
+  }
 }

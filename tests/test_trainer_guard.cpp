@@ -36,7 +36,7 @@ TEMPLATE_TEST_CASE("a training run with planted faults goes on and ends with fin
                    FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::TrainConfig config;
-  config.env = "cartpole";
+  config.env = foxrl::EnvKind::cartpole;
   config.num_envs = 4;
   config.hidden = {16, 16};
   config.buffer_capacity = 1024;

@@ -33,7 +33,7 @@ std::string scratch_dir(const std::string& name) {
 /// the first epoch.
 foxrl::TrainConfig tiny_config(const std::string& env, const std::string& out_dir, std::int64_t epochs) {
   foxrl::TrainConfig c;
-  c.env = env;
+  c.env = foxrl::parse_env_kind(env);
   c.num_envs = 4;
   c.hidden = {16, 16};
   c.batch_size = 16;

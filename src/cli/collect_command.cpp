@@ -30,7 +30,7 @@ int run_collect(CollectArgs args) {
   // The run's one stream, as in train and rollout.
   ExecutionContext<> context(o.config.seed);
   const auto summary = collect_dataset(context.space(), o);
-  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << o.config.env << " ("
+  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << foxrl::env_kind_name(o.config.env) << " ("
             << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
             << " features, policy " << o.policy << ") written to " << o.out_path << "\n";
   return 0;

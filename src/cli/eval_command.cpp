@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "market/market_evaluation.hpp"
 #include "run/policy.hpp"
+#include "run/setup.hpp"
 
 #include <iostream>
 #include <memory>
@@ -25,35 +26,24 @@ int run_eval(const EvalArgs& args) {
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
   TrainConfig config = manifest.config;
-  if (config.env != "market") throw UsageError("foxrl eval: the run trained on " + config.env + "; eval is for market runs");
+  const RunSpec spec = run_spec(config);
+  if (spec.env != EnvKind::market)
+    throw UsageError(std::string("foxrl eval: the run trained on ") + env_kind_name(spec.env) +
+                     "; eval is for market runs");
   if (!args.data.empty()) config.data = args.data;
-  const MarketSetup market = prepare_market(config);
-  const MarketSplit split = args.split == "train"        ? market.splits.train
-                            : args.split == "validation" ? market.splits.validation
-                                                         : market.splits.test;
-  DqnLearnerConfig lc;
-  MarketEnvConfig env_config;
-  env_config.observation.set = parse_feature_set(config.features);
-  env_config.observation.window = static_cast<int>(config.window);
-  env_config.cost = config.cost_bps * 1e-4;
-  lc.obs_dim = env_config.observation.obs_dim();
-  lc.num_actions = 3;
-  lc.hidden.assign(config.hidden.begin(), config.hidden.end());
-  lc.max_batch = 1;
-  lc.max_inference_batch = 64;
-  lc.dense_backend = DenseBackend::blas;
-  DqnLearner<Exec> learner(space, lc);
+  const MarketComponents<Exec> market = make_market(space, config, spec);
+  const MarketSplit split = market_split(market.data.splits, args.split);
+  DqnLearner<Exec> learner(space, inference_learner_config(spec, 64));
   learner.load(space, args.run_dir + "/checkpoint.safetensors");
   std::optional<SignalAdapter<Exec>> adapter;
   if (manifest.has_normalizer) {
-    adapter.emplace(space, lc.obs_dim, SignalAdapterConfig{}, market_normalize_mask(env_config.observation));
+    adapter = make_adapter(space, spec);
     adapter->import_state(space, manifest.normalizer);
     adapter->set_frozen(true);
   }
-  MarketFeatures<Exec> features(space, market.series, env_config.observation.rolling_window());
-  const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, features, market, split,
-                                      env_config, config.seed + 1);
-  std::cout << market.describe() << "\n" << report.table();
+  const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data,
+                                      split, spec.market_env, config.seed + 1);
+  std::cout << market.data.describe() << "\n" << report.table();
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
   write_file_atomically(out + "/evaluation_" + args.split + ".json", report.json() + "\n");
   write_file_atomically(out + "/equity_" + args.split + ".svg", report.svg());

@@ -25,10 +25,10 @@ int main(int argc, char** argv) {
   const auto collect = foxrl::cli::add_collect_command(app);
 
   foxrl::RolloutOptions rollout;
-  std::string initial_state, feature_set = "returns";
+  std::string initial_state, feature_set = "returns", rollout_env = "cartpole";
   auto* rollout_cmd = app.add_subcommand(
       "rollout", "Replay an action sequence in one environment and write every step to CSV");
-  rollout_cmd->add_option("--env", rollout.env, "Environment: cartpole or market")
+  rollout_cmd->add_option("--env", rollout_env, "Environment: cartpole or market")
       ->check(CLI::IsMember({"cartpole", "market"}))
       ->capture_default_str();
   rollout_cmd->add_option("--seed", rollout.seed, "Seed of the reset / start-bar draws")->capture_default_str();
@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     }
     if (rollout_cmd->parsed()) {
       if (!initial_state.empty()) rollout.initial_state = foxrl::parse_initial_state(initial_state);
+      rollout.env = foxrl::parse_env_kind(rollout_env);
       rollout.market.observation.set = foxrl::parse_feature_set(feature_set);
       const auto trace = foxrl::run_rollout(rollout);
       std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to "

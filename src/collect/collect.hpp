@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "market/market_setup.hpp"
 #include "run/policy.hpp"
+#include "run/setup.hpp"
 #include "config/train_config.hpp"
 #include "run/training_log.hpp"
 #include "envs/vector_env.hpp"
@@ -46,21 +47,12 @@ struct CollectSummary {
 
 namespace detail {
 
+/// The envs of the collection: the run setup's, on the chosen split.
 template <class ExecSpace>
-VectorEnv<ExecSpace> make_collect_env(const ExecSpace& space, const CollectOptions& o) {
-  const TrainConfig& c = o.config;
-  if (c.env == "cartpole") return VectorEnv<ExecSpace>(CartPoleEnv<ExecSpace>(space, static_cast<int>(c.num_envs), c.seed));
-  const MarketSetup market = prepare_market(c);
-  MarketEnvConfig env_config;
-  env_config.observation.set = parse_feature_set(c.features);
-  env_config.observation.window = static_cast<int>(c.window);
-  env_config.episode_length = static_cast<int>(c.episode_length);
-  env_config.cost = c.cost_bps * 1e-4;
-  const MarketSplit split = o.split == "validation" ? market.splits.validation
-                            : o.split == "test"     ? market.splits.test
-                                                    : market.splits.train;
-  MarketFeatures<ExecSpace> features(space, market.series, static_cast<int>(c.window));
-  return VectorEnv<ExecSpace>(MarketEnv<ExecSpace>(space, features, split, static_cast<int>(c.num_envs), c.seed, env_config));
+VectorEnv<ExecSpace> make_collect_env(const ExecSpace& space, const CollectOptions& o, const RunSpec& spec) {
+  if (spec.env != EnvKind::market) return make_vector_env(space, spec, o.config.seed);
+  const MarketComponents<ExecSpace> market = make_market(space, o.config, spec);
+  return make_vector_env(space, spec, o.config.seed, &market.features, market_split(market.data.splits, o.split));
 }
 
 inline void check_collect_options(const CollectOptions& o) {
@@ -86,7 +78,8 @@ template <class ExecSpace>
 CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) {
   detail::check_collect_options(o);
   o.config.validate();
-  VectorEnv<ExecSpace> env = detail::make_collect_env(space, o);
+  const RunSpec spec = run_spec(o.config);
+  VectorEnv<ExecSpace> env = detail::make_collect_env(space, o, spec);
   const int N = env.num_envs(), D = env.obs_dim(), A = env.num_actions();
 
   std::optional<Policy<ExecSpace>> policy;
@@ -94,7 +87,7 @@ CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) 
     policy.emplace(space, o.run_dir, N);
     if (policy->obs_dim() != D || policy->num_actions() != A) {
       throw UsageError("collect: the checkpoint in " + o.run_dir + " takes " + std::to_string(policy->obs_dim()) +
-                       " features and " + std::to_string(policy->num_actions()) + " actions, the " + o.config.env +
+                       " features and " + std::to_string(policy->num_actions()) + " actions, the " + env_kind_name(spec.env) +
                        " env gives " + std::to_string(D) + " and " + std::to_string(A));
     }
   }
@@ -129,7 +122,7 @@ CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) 
   std::map<std::string, std::string> meta;
   meta["format"] = "foxrl.dataset";
   meta["format_version"] = "1";
-  meta["env"] = o.config.env;
+  meta["env"] = env_kind_name(spec.env);
   meta["obs_dim"] = std::to_string(D);
   meta["num_actions"] = std::to_string(A);
   meta["num_envs"] = std::to_string(N);
@@ -143,7 +136,7 @@ CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) 
   meta["epsilon"] = eps_text.str();
   meta["seed"] = std::to_string(o.config.seed);
   meta["config"] = o.config.to_json();
-  if (o.config.env == "market") meta["split"] = o.split;
+  if (spec.env == EnvKind::market) meta["split"] = o.split;
   StateWriter<ExecSpace> extra;
   if (policy) {
     meta["run"] = o.run_dir;

@@ -90,6 +90,33 @@ class ExperienceCollector {
   obs_view normalized_;
   action_view greedy_;
   action_view actions_;
+
+ public:
+  /// The collector's host counter in a trainer state: n-step pushes.
+  struct HostState {
+    std::int64_t nstep_pushed = 0;
+  };
+
+  /// Saving: writes the push count. Loading: reads and checks it into
+  /// `h`; the collector is not touched until restore_host_state().
+  template <class Archive>
+  void visit_host_state(Archive& a, HostState& h) const {
+    if constexpr (Archive::saving) h.nstep_pushed = nstep_.steps_pushed();
+    a.scalar("nstep.steps_pushed", h.nstep_pushed);
+    if constexpr (!Archive::saving) {
+      if (h.nstep_pushed < 0) a.fail("nstep.steps_pushed", "negative counter " + std::to_string(h.nstep_pushed));
+    }
+  }
+
+  /// The device state: the n-step windows, then the episode statistics.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    nstep_.visit_state(a, space);
+    stats_.visit_state(a, space);
+  }
+
+  /// After the reader applied visit_state's copies.
+  void restore_host_state(const HostState& h) { nstep_.restore_steps_pushed(h.nstep_pushed); }
 };
 
 }  // namespace foxrl

@@ -71,6 +71,18 @@ class NStepAccumulator {
   std::int64_t steps_ = 0;
   kernels::NStepRing<memory_space> ring_;
   TransitionBatch<memory_space> out_;
+
+ public:
+  /// The n-step windows in a trainer state (nstep.*); the push count is
+  /// host state the collector saves. `a` is a StateWriter or StateReader.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    a.tensor(space, "nstep.observations", ring_.observations);
+    a.tensor(space, "nstep.next_observations", ring_.next_observations);
+    a.tensor(space, "nstep.actions", ring_.actions);
+    a.tensor(space, "nstep.rewards", ring_.rewards);
+    a.tensor(space, "nstep.episode_end", ring_.episode_end);
+  }
 };
 
 }  // namespace foxrl

@@ -17,7 +17,8 @@ using Json = nlohmann::json;
 
 using Member = std::variant<std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*,
                             double TrainConfig::*, bool TrainConfig::*,
-                            std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*>;
+                            std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*,
+                            EnvKind TrainConfig::*>;
 
 /// One key of the config: where it lives, its allowed range (numbers) or
 /// values (strings), and what it means.
@@ -105,7 +106,7 @@ void assign(TrainConfig& config, const Field& f, const Json& value, const std::s
   std::visit(
       [&](auto member) {
         using T = std::decay_t<decltype(config.*member)>;
-        if constexpr (std::is_same_v<T, std::string>) {
+        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, EnvKind>) {
           if (!value.is_string()) reject(where, f.key, "expected a string, got " + value.dump());
           const auto s = value.get<std::string>();
           if (!f.choices.empty()) {
@@ -113,7 +114,11 @@ void assign(TrainConfig& config, const Field& f, const Json& value, const std::s
             for (const auto& c : f.choices) ok = ok || c == s;
             if (!ok) reject(where, f.key, "'" + s + "' is not one of " + Json(f.choices).dump());
           }
-          config.*member = s;
+          if constexpr (std::is_same_v<T, EnvKind>) {
+            config.*member = parse_env_kind(s);  // the one place the env's name is read
+          } else {
+            config.*member = s;
+          }
         } else if constexpr (std::is_same_v<T, bool>) {
           if (!value.is_boolean()) reject(where, f.key, "expected true or false, got " + value.dump());
           config.*member = value.get<bool>();
@@ -145,13 +150,22 @@ void assign(TrainConfig& config, const Field& f, const Json& value, const std::s
 }
 
 Json value_of(const TrainConfig& config, const Field& f) {
-  return std::visit([&](auto member) { return Json(config.*member); }, f.member);
+  return std::visit(
+      [&](auto member) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(config.*member)>, EnvKind>) {
+          return Json(env_kind_name(config.*member));
+        } else {
+          return Json(config.*member);
+        }
+      },
+      f.member);
 }
 
 /// Parses a command-line value as the field's type: numbers and booleans as
 /// JSON, lists as "a,b,c" or JSON, strings as they are.
 Json parse_override_value(const Field& f, const std::string& text) {
-  const bool is_string = std::holds_alternative<std::string TrainConfig::*>(f.member);
+  const bool is_string = std::holds_alternative<std::string TrainConfig::*>(f.member) ||
+                         std::holds_alternative<EnvKind TrainConfig::*>(f.member);
   if (is_string) return Json(text);
   if (std::holds_alternative<std::vector<std::int64_t> TrainConfig::*>(f.member) &&
       (text.empty() || text.front() != '[')) {
@@ -205,7 +219,7 @@ void TrainConfig::validate() const {
     reject("config", "batch_size", "must not exceed buffer_capacity (" + std::to_string(buffer_capacity) + ")");
   }
   if (eps_end > eps_start) reject("config", "eps_end", "must not exceed eps_start");
-  if (env == "market" && episode_length < n_step) {
+  if (env == EnvKind::market && episode_length < n_step) {
     reject("config", "episode_length", "must be at least n_step");
   }
   if (buffer_capacity < num_envs * (n_step + 1)) {

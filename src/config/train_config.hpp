@@ -5,6 +5,8 @@
 // with a UsageError naming the key. All algorithm features are always on:
 // the config holds hyperparameters, never feature switches.
 
+#include "config/env_kind.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,7 +15,7 @@ namespace foxrl {
 
 struct TrainConfig {
   // --- environment ---------------------------------------------------------
-  std::string env = "market";        ///< "cartpole" or "market"
+  EnvKind env = EnvKind::market;     ///< "cartpole" or "market" in JSON and --set
   std::string data;                  ///< market OHLCV CSV; empty: built-in synthetic market
   std::string synthetic = "regime";  ///< generator when `data` is empty: "regime" or "benchmark"
   std::int64_t synthetic_bars = 100000;

@@ -58,6 +58,19 @@ auto light(const Policy& policy) {
   return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
 }
 
+/// A Kokkos Tools region over a scope: pushRegion on construction,
+/// popRegion on destruction (Kokkos::Profiling::ScopedRegion appeared after
+/// 3.4). With no tool attached both are a check of a callback pointer: no
+/// launch and no fence. A tool that does not declare otherwise gets the
+/// global fences Kokkos 4 puts around every tool callback, as for kernels.
+class ScopedRegion {
+ public:
+  explicit ScopedRegion(const std::string& name) { Kokkos::Profiling::pushRegion(name); }
+  ~ScopedRegion() { Kokkos::Profiling::popRegion(); }
+  ScopedRegion(const ScopedRegion&) = delete;
+  ScopedRegion& operator=(const ScopedRegion&) = delete;
+};
+
 }  // namespace foxrl::compat
 
 // Math functions moved from Kokkos::Experimental to Kokkos in 3.7/4.0.

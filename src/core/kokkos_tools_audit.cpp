@@ -13,11 +13,14 @@ AuditRecord* active_record = nullptr;
 
 std::uint64_t next_kernel_id = 0;
 
+// Regions open now (push/pop callbacks carry no id), innermost last.
+std::vector<std::string> open_regions;
+
 void record_launch(AuditRecord::LaunchKind kind, const char* name, std::uint32_t dev,
                    std::uint64_t* kernel_id) {
   *kernel_id = next_kernel_id++;
   if (active_record != nullptr) {
-    active_record->launches.push_back({kind, name, dev});
+    active_record->launches.push_back({kind, name, dev, open_regions});
   }
 }
 
@@ -55,6 +58,20 @@ void on_allocate(Kokkos::Tools::SpaceHandle space, const char* label, const void
   }
 }
 
+void on_push_region(const char* name) {
+  open_regions.emplace_back(name);
+  if (active_record != nullptr) active_record->regions.push_back({AuditRecord::RegionEvent::Kind::push, name});
+}
+
+void on_pop_region() {
+  std::string name;
+  if (!open_regions.empty()) {
+    name = open_regions.back();
+    open_regions.pop_back();
+  }
+  if (active_record != nullptr) active_record->regions.push_back({AuditRecord::RegionEvent::Kind::pop, name});
+}
+
 const char* kind_name(AuditRecord::LaunchKind kind) {
   switch (kind) {
     case AuditRecord::LaunchKind::parallel_for: return "parallel_for";
@@ -79,6 +96,13 @@ bool is_kokkos_view_launch_for(const std::string& name, const std::string& prefi
 AuditRecord storage_of_the_active_audit;
 
 }  // namespace
+
+std::vector<std::string> AuditRecord::regions_pushed() const {
+  std::vector<std::string> out;
+  for (const auto& r : regions)
+    if (r.kind == RegionEvent::Kind::push) out.push_back(r.name);
+  return out;
+}
 
 std::vector<std::string> AuditRecord::launches_off(std::uint32_t device_id) const {
   std::vector<std::string> out;
@@ -154,6 +178,9 @@ KokkosToolsAudit::KokkosToolsAudit() {
   KTE::set_begin_fence_callback(on_begin_fence);
   KTE::set_end_fence_callback(on_end);
   KTE::set_allocate_data_callback(on_allocate);
+  open_regions.clear();
+  KTE::set_push_region_callback(on_push_region);
+  KTE::set_pop_region_callback(on_pop_region);
 }
 
 KokkosToolsAudit::~KokkosToolsAudit() {
@@ -167,6 +194,8 @@ KokkosToolsAudit::~KokkosToolsAudit() {
   KTE::set_begin_fence_callback(nullptr);
   KTE::set_end_fence_callback(nullptr);
   KTE::set_allocate_data_callback(nullptr);
+  KTE::set_push_region_callback(nullptr);
+  KTE::set_pop_region_callback(nullptr);
   active_record = nullptr;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // KokkosToolsAudit: records, through Kokkos Tools callbacks, every kernel
-// launch, fence and allocation made while a callable runs, and checks them
+// launch, fence, allocation and profiling region (push and pop) made while a
+// callable runs, and checks them
 // against the one-stream rule. Tests use it to prove a component stays on
 // the run's instance; benchmarks use it to count launches per iteration.
 
@@ -22,6 +23,7 @@ struct AuditRecord {
     LaunchKind kind;
     std::string name;
     std::uint32_t device_id;
+    std::vector<std::string> regions = {};  ///< profiling regions open at launch, outermost first
   };
   struct Fence {
     std::string name;
@@ -33,9 +35,21 @@ struct AuditRecord {
     std::uint64_t bytes;
   };
 
+  /// A pushRegion or popRegion; a pop carries the name of the region it
+  /// closed ("" for a region opened before the audit).
+  struct RegionEvent {
+    enum class Kind { push, pop };
+    Kind kind;
+    std::string name;
+  };
+
   std::vector<Launch> launches;
   std::vector<Fence> fences;
   std::vector<Allocation> allocations;
+  std::vector<RegionEvent> regions;
+
+  /// Names of the regions pushed, in order.
+  std::vector<std::string> regions_pushed() const;
 
   /// Launches whose device id is not `device_id` (one message per launch).
   std::vector<std::string> launches_off(std::uint32_t device_id) const;

@@ -243,6 +243,20 @@ class CartPoleEnv {
   CartPoleState<memory_space> state_;
   obs_view obs_;
   EnvStep<memory_space> last_;
+
+ public:
+  /// The env's device state in a trainer state file (env.cartpole.*; the
+  /// observations are VectorEnv's). `a` is a StateWriter, which queues
+  /// copies, or a StateReader, which checks and queues the restore.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    a.tensor(space, "env.cartpole.x", state_.x);
+    a.tensor(space, "env.cartpole.x_dot", state_.x_dot);
+    a.tensor(space, "env.cartpole.theta", state_.theta);
+    a.tensor(space, "env.cartpole.theta_dot", state_.theta_dot);
+    a.tensor(space, "env.cartpole.episode_steps", state_.episode_steps);
+    a.tensor(space, "env.cartpole.episodes", state_.episodes);
+  }
 };
 
 }  // namespace foxrl

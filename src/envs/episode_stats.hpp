@@ -126,6 +126,16 @@ class EpisodeStats {
   Kokkos::View<std::int64_t, memory_space> count_;
   Kokkos::View<std::int64_t, memory_space> finished_now_;
   Kokkos::View<std::uint64_t*, memory_space> staged_;  ///< zero between calls
+
+ public:
+  /// The statistics in a trainer state (episodes.*): running returns, the
+  /// ring of finished returns, the count. `a` is a StateWriter or StateReader.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    a.tensor(space, "episodes.running", running_);
+    a.tensor(space, "episodes.ring", ring_);
+    a.tensor(space, "episodes.count", count_);
+  }
 };
 
 }  // namespace foxrl

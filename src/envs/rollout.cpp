@@ -23,10 +23,12 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-int env_num_actions(const std::string& env) {
-  if (env == "cartpole") return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
-  if (env == "market") return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
-  throw UsageError("unknown env '" + env + "' (known: cartpole, market)");
+int env_num_actions(EnvKind env) {
+  switch (env) {
+    case EnvKind::cartpole: return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+    case EnvKind::market: return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+  }
+  throw LogicError("env_num_actions: unknown env kind");
 }
 
 std::vector<std::int32_t> read_action_file(const std::string& path, int num_actions) {

@@ -3,6 +3,7 @@
 // every step (the `foxrl rollout` subcommand). A tool path, not a hot path:
 // it reads each step back to the host.
 
+#include "config/env_kind.hpp"
 #include "envs/cartpole_env.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
@@ -32,7 +33,7 @@ struct RolloutTrace {
 };
 
 struct RolloutOptions {
-  std::string env = "cartpole";  ///< "cartpole" or "market"
+  EnvKind env = EnvKind::cartpole;
   std::uint64_t seed = 0;
   std::string actions_path;      ///< one action per line ('#' comments and blank lines ignored)
   /// CartPole only: start from this state (x, x_dot, theta, theta_dot)
@@ -95,28 +96,30 @@ RolloutTrace rollout_steps(const ExecSpace& space, Env& env, const std::vector<s
 /// Builds the env `options` describes on `space` (one env) and replays `actions`.
 template <class ExecSpace>
 RolloutTrace rollout(const ExecSpace& space, const RolloutOptions& options, const std::vector<std::int32_t>& actions) {
-  if (options.env == "cartpole") {
-    CartPoleEnv<ExecSpace> env(space, 1, options.seed);
-    if (options.initial_state) env.set_state(space, 0, *options.initial_state);
-    auto trace = rollout_steps(space, env, actions);
-    trace.env = "cartpole";
-    return trace;
+  switch (options.env) {
+    case EnvKind::cartpole: {
+      CartPoleEnv<ExecSpace> env(space, 1, options.seed);
+      if (options.initial_state) env.set_state(space, 0, *options.initial_state);
+      auto trace = rollout_steps(space, env, actions);
+      trace.env = env_kind_name(options.env);
+      return trace;
+    }
+    case EnvKind::market: {
+      if (options.initial_state) throw UsageError("--initial-state applies to the cartpole env only");
+      const MarketSeries series = options.data_path.empty()
+                                      ? make_synthetic_market(options.synthetic, options.synthetic_bars, options.seed)
+                                      : load_market_csv(options.data_path);
+      MarketFeatures<ExecSpace> market(space, series, options.market.observation.rolling_window());
+      MarketEnv<ExecSpace> env(space, market, MarketSplit{0, market.size()}, 1, options.seed, options.market);
+      auto trace = rollout_steps(space, env, actions);
+      trace.env = env_kind_name(options.env);
+      return trace;
+    }
   }
-  if (options.env == "market") {
-    if (options.initial_state) throw UsageError("--initial-state applies to the cartpole env only");
-    const MarketSeries series = options.data_path.empty()
-                                    ? make_synthetic_market(options.synthetic, options.synthetic_bars, options.seed)
-                                    : load_market_csv(options.data_path);
-    MarketFeatures<ExecSpace> market(space, series, options.market.observation.rolling_window());
-    MarketEnv<ExecSpace> env(space, market, MarketSplit{0, market.size()}, 1, options.seed, options.market);
-    auto trace = rollout_steps(space, env, actions);
-    trace.env = "market";
-    return trace;
-  }
-  throw UsageError("unknown env '" + options.env + "' (known: cartpole, market)");
+  throw LogicError("rollout: unknown env kind");
 }
 
-/// Actions each env accepts ("cartpole": 2, "market": 3).
-int env_num_actions(const std::string& env);
+/// Actions each env accepts (CartPole 2, market 3).
+int env_num_actions(EnvKind env);
 
 }  // namespace foxrl

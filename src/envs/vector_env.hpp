@@ -4,6 +4,7 @@
 // once. Dispatch happens on the host, once per call; the kernels are the
 // environments' own.
 
+#include "config/env_kind.hpp"
 #include "envs/cartpole_env.hpp"
 #include "market/market_env.hpp"
 
@@ -49,6 +50,15 @@ class VectorEnv {
 
   CartPoleEnv<ExecSpace>* cartpole() { return std::get_if<CartPoleEnv<ExecSpace>>(&env_); }
   MarketEnv<ExecSpace>* market() { return std::get_if<MarketEnv<ExecSpace>>(&env_); }
+  EnvKind kind() const { return is_market() ? EnvKind::market : EnvKind::cartpole; }
+
+  /// The env's device state in a trainer state file: the environment's own
+  /// tensors, then env.observations. `a` is a StateWriter or StateReader.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    std::visit([&](auto& e) { e.visit_state(a, space); }, env_);
+    a.tensor(space, "env.observations", observations());
+  }
 
  private:
   std::variant<CartPoleEnv<ExecSpace>, MarketEnv<ExecSpace>> env_;

@@ -322,6 +322,17 @@ class MarketEnv {
   Kokkos::View<std::int32_t*, memory_space> next_time_, next_position_;
   obs_view obs_;
   EnvStep<memory_space> last_;
+
+ public:
+  /// The env's device state in a trainer state file (env.market.*; the
+  /// observations are VectorEnv's). `a` is a StateWriter or StateReader.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) {
+    a.tensor(space, "env.market.time", state_.time);
+    a.tensor(space, "env.market.position", state_.position);
+    a.tensor(space, "env.market.episode_steps", state_.episode_steps);
+    a.tensor(space, "env.market.episodes", state_.episodes);
+  }
 };
 
 }  // namespace foxrl

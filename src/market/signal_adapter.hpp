@@ -341,6 +341,24 @@ class SignalAdapter {
   Kokkos::View<std::uint8_t*, memory_space> mask_;
   Kokkos::View<double*, memory_space> partials_;  ///< [max_chunks, dim, 2] chunk sums of update()
   Kokkos::View<unsigned, memory_space> ticket_;   ///< zero between launches
+
+ public:
+  /// The statistics in a trainer state (normalizer.count, .mean, .m2 as
+  /// float64 host vectors: exact). Saving: `s` = export_state() (fences),
+  /// written. Loading: `s` is read (dim() entries each); import_state(s)
+  /// then validates and installs it.
+  template <class Archive>
+  void visit_host_state(Archive& a, const ExecSpace& space, NormalizerState& s) const {
+    if constexpr (Archive::saving) {
+      s = export_state(space);
+    } else {
+      const auto d = static_cast<std::size_t>(dim_);
+      s = NormalizerState{std::vector<double>(d), std::vector<double>(d), std::vector<double>(d)};
+    }
+    a.host_vector("normalizer.count", s.count);
+    a.host_vector("normalizer.mean", s.mean);
+    a.host_vector("normalizer.m2", s.m2);
+  }
 };
 
 }  // namespace foxrl

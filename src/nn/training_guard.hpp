@@ -147,6 +147,21 @@ class TrainingGuard {
   GuardConfig config_;
   state_view state_;
   Weights<memory_space> snapshot_;
+
+ public:
+  /// The guard in a trainer state (guard.*): learning-rate scale, counters,
+  /// loss window, and the last good snapshot a later restore returns to.
+  /// `a` is a StateWriter or a StateReader (which writes the device data
+  /// behind these handles).
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space) const {
+    a.tensor(space, "guard.state", state_);
+    a.tensor(space, "guard.snapshot_online", snapshot_.online);
+    a.tensor(space, "guard.snapshot_target", snapshot_.target);
+    a.tensor(space, "guard.snapshot_adam_m", snapshot_.adam_m);
+    a.tensor(space, "guard.snapshot_adam_v", snapshot_.adam_v);
+    a.tensor(space, "guard.snapshot_adam_step", snapshot_.adam_step);
+  }
 };
 
 }  // namespace foxrl

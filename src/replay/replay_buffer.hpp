@@ -380,6 +380,67 @@ class ReplayBuffer {
   int insert_rows_per_team_ = 16;
   int sample_team_size_ = 1;
   int sample_rows_per_team_ = 1;
+
+ public:
+  /// The host counters a trainer state holds for the buffer; they come
+  /// before its tensors, whose row counts they give.
+  struct HostState {
+    std::int64_t inserted = 0;
+    std::int64_t sample_calls = 0;
+    std::int64_t boundary_rows = 0;  ///< boundary rows handed out (= the device's boundary_head)
+  };
+
+  /// Saving: fills `h` from the buffer (copies the boundary head to the
+  /// host: fences) and writes it. Loading: reads `h` and checks it; the
+  /// buffer is not touched until restore_host_state().
+  template <class Archive>
+  void visit_host_state(Archive& a, const ExecSpace& space, HostState& h) const {
+    if constexpr (Archive::saving) {
+      h.inserted = inserted_;
+      h.sample_calls = static_cast<std::int64_t>(sample_calls_);
+      Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> head(&h.boundary_rows);
+      Kokkos::deep_copy(space, head, storage_.boundary_head);
+      compat::fence(space, "foxrl::ReplayBuffer::save_boundary_head");
+    }
+    a.scalar("replay.inserted", h.inserted);
+    a.scalar("replay.sample_calls", h.sample_calls);
+    a.scalar("replay.boundary_rows", h.boundary_rows);
+    if constexpr (!Archive::saving) {
+      if (h.inserted < 0) a.fail("replay.inserted", "negative counter " + std::to_string(h.inserted));
+      if (h.boundary_rows < 0) a.fail("replay.boundary_rows", "negative counter " + std::to_string(h.boundary_rows));
+    }
+  }
+
+  /// The device state, only what has been written: the observation ring
+  /// up to the successors written n*N rows ahead of the pointer, the slot
+  /// arrays of filled slots, the boundary rows handed out, owners, sum
+  /// tree and maximum priority. The insert's evicted-slot list is scratch.
+  template <class Archive>
+  void visit_state(Archive& a, const ExecSpace& space, const HostState& h) {
+    const auto& lay = layout_;
+    const auto& st = storage_;
+    const std::int64_t slots = std::min(h.inserted, lay.capacity);
+    a.tensor(space, "replay.observations", st.observations, std::min(lay.obs_rows, h.inserted + lay.lookahead));
+    a.tensor(space, "replay.actions", st.actions, slots);
+    a.tensor(space, "replay.rewards", st.rewards, slots);
+    a.tensor(space, "replay.discounts", st.discounts, slots);
+    a.tensor(space, "replay.next_ref", st.next_ref, slots);
+    a.tensor(space, "replay.boundary_observations", st.boundary_observations,
+             std::min(lay.boundary_capacity, h.boundary_rows));
+    a.tensor(space, "replay.boundary_owner", st.boundary_owner);
+    a.tensor(space, "replay.boundary_head", st.boundary_head);
+    a.tensor(space, "replay.boundary_evictions", st.boundary_evictions);
+    a.tensor(space, "replay.tree", st.tree);
+    a.tensor(space, "replay.max_priority", st.max_priority);
+    a.tensor(space, "replay.teams_done", st.teams_done);
+    a.tensor(space, "replay.batch_min_mass", st.batch_min_mass);
+  }
+
+  /// After the reader applied visit_state's copies: the next insert and
+  /// sample continue the saved run's slots and RNG stream.
+  void restore_host_state(const HostState& h) {
+    restore_counters(h.inserted, static_cast<std::uint64_t>(h.sample_calls));
+  }
 };
 
 }  // namespace foxrl

@@ -8,10 +8,12 @@
 //   // d.q.back() are the Q-values of {short, flat, long}, d.action.back() the greedy one
 
 #include "agents/dqn/dqn_learner.hpp"
+#include "kernels/market/decision_bars.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "run/run_manifest.hpp"
+#include "run/setup.hpp"
 #include "market/signal_adapter.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -40,38 +42,25 @@ class Policy {
   /// inconsistent. `max_rows`: the most observations one call evaluates.
   Policy(const ExecSpace& space, const std::string& run_dir, int max_rows = 4096)
       : manifest_(RunManifest::read(run_dir)) {
-    const auto& c = manifest_.config;
-    num_actions_ = c.env == "market" ? 3 : 2;
-    if (c.env == "market") {
-      spec_.set = parse_feature_set(c.features);
-      spec_.window = static_cast<int>(c.window);
-      obs_dim_ = spec_.obs_dim();
-    } else {
-      obs_dim_ = 4;
-    }
-    DqnLearnerConfig lc;
-    lc.obs_dim = obs_dim_;
-    lc.num_actions = num_actions_;
-    lc.hidden.assign(c.hidden.begin(), c.hidden.end());
-    lc.max_batch = 1;
-    lc.max_inference_batch = max_rows;
-    lc.dense_backend = DenseBackend::blas;
-    learner_.emplace(space, lc);
+    spec_ = run_spec(manifest_.config);
+    learner_.emplace(space, inference_learner_config(spec_, max_rows));
     learner_->load(space, run_dir + "/checkpoint.safetensors");
     if (manifest_.has_normalizer) {
-      adapter_.emplace(space, obs_dim_, SignalAdapterConfig{},
-                       c.env == "market" ? market_normalize_mask(spec_) : std::vector<std::uint8_t>{});
+      adapter_ = make_adapter(space, spec_);
+      if (!adapter_) throw UsageError(run_dir + "/checkpoint.json: a normalizer, but the env does not normalise");
       adapter_->import_state(space, manifest_.normalizer);
       adapter_->set_frozen(true);
     }
     normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::normalized"),
-                           max_rows, obs_dim_);
+                           max_rows, spec_.obs_dim);
     greedy_ = Kokkos::View<std::int32_t*, memory_space>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::greedy"), max_rows);
   }
 
-  int obs_dim() const { return obs_dim_; }
-  int num_actions() const { return num_actions_; }
+  int obs_dim() const { return spec_.obs_dim; }
+  int num_actions() const { return spec_.num_actions; }
+  /// The components of the run the policy was trained in (run/setup.hpp).
+  const RunSpec& spec() const { return spec_; }
   int max_rows() const { return static_cast<int>(normalized_.extent(0)); }
   const RunManifest& manifest() const { return manifest_; }
 
@@ -93,30 +82,32 @@ class Policy {
   /// Decisions after each bar of `series` (or only after the last one) for
   /// a system holding `position` (-1, 0, +1).
   MarketDecisions decide_market(const ExecSpace& space, const MarketSeries& series, int position, bool latest_only) {
-    if (manifest_.config.env != "market") throw UsageError("Policy: this checkpoint was trained on " + manifest_.config.env);
+    if (spec_.env != EnvKind::market)
+      throw UsageError(std::string("Policy: this checkpoint was trained on ") + env_kind_name(spec_.env));
+    const ObservationSpec& obs_spec = spec_.market_env.observation;
     if (position < -1 || position > 1) throw UsageError("Policy: position must be -1, 0 or 1, got " + std::to_string(position));
     const int bars = static_cast<int>(series.size());
     // A decision at time t sees bars 0 .. t-1, and needs `window` returns.
-    const int first_t = latest_only ? bars : spec_.min_decision_bar();
-    if (bars < spec_.min_decision_bar()) {
+    const int first_t = latest_only ? bars : obs_spec.min_decision_bar();
+    if (bars < obs_spec.min_decision_bar()) {
       throw UsageError(series.source + ": " + std::to_string(bars) + " bars, the policy needs at least " +
-                       std::to_string(spec_.min_decision_bar()));
+                       std::to_string(obs_spec.min_decision_bar()));
     }
-    MarketFeatures<ExecSpace> features(space, series, spec_.rolling_window());
+    MarketFeatures<ExecSpace> features(space, series, spec_.feature_window);
     MarketDecisions out;
     using Mem = memory_space;
-    obs_view raw(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::raw"), max_rows(), obs_dim_);
-    obs_view q(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::q"), max_rows(), num_actions_);
+    const int num_actions = spec_.num_actions;
+    obs_view raw(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::raw"), max_rows(), spec_.obs_dim);
+    obs_view q(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::q"), max_rows(), num_actions);
     Kokkos::View<std::int32_t*, Mem> times(Kokkos::view_alloc(space, "foxrl::Policy::times"), max_rows());
     Kokkos::View<std::int32_t*, Mem> positions(Kokkos::view_alloc(space, "foxrl::Policy::positions"), max_rows());
     Kokkos::deep_copy(space, positions, position);
     for (int t0 = first_t; t0 <= bars; t0 += max_rows()) {
       const int n = std::min(max_rows(), bars + 1 - t0);
-      Kokkos::parallel_for(
-          "foxrl::Policy::times", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(int i) { times(i) = t0 + i; });
+      kernels::consecutive_decision_bars(space, times, t0, n);
       auto rows = std::make_pair(0, n);
       auto raw_n = Kokkos::subview(raw, rows, Kokkos::ALL);
-      kernels::build_observations(space, features.features(), spec_, Kokkos::subview(times, rows),
+      kernels::build_observations(space, features.features(), obs_spec, Kokkos::subview(times, rows),
                                   Kokkos::subview(positions, rows), raw_n);
       auto q_n = Kokkos::subview(q, rows, Kokkos::ALL);
       q_values(space, raw_n, q_n);
@@ -127,9 +118,9 @@ class Policy {
         const int t = t0 + i;
         out.bar.push_back(t - 1);
         out.timestamp.push_back(series.timestamp[static_cast<std::size_t>(t - 1)]);
-        std::vector<float> row(static_cast<std::size_t>(num_actions_));
+        std::vector<float> row(static_cast<std::size_t>(num_actions));
         int best = 0;
-        for (int a = 0; a < num_actions_; ++a) {
+        for (int a = 0; a < num_actions; ++a) {
           row[static_cast<std::size_t>(a)] = h_q(i, a);
           if (h_q(i, a) > h_q(i, best)) best = a;
         }
@@ -142,9 +133,7 @@ class Policy {
 
  private:
   RunManifest manifest_;
-  ObservationSpec spec_;
-  int obs_dim_ = 0;
-  int num_actions_ = 0;
+  RunSpec spec_;
   std::optional<DqnLearner<ExecSpace>> learner_;
   std::optional<SignalAdapter<ExecSpace>> adapter_;
   obs_view normalized_;

@@ -11,21 +11,24 @@
 // all here (env episode counts, replay sample calls, the global step), so no
 // generator state exists beyond them.
 //
-// One enumeration (visit_trainer_tensors) serves saving and loading.
+// One enumeration (visit_trainer_state) serves saving and loading; each
+// component names and enumerates its own state (visit_host_state /
+// visit_state), this file only puts them in order.
 
 #include "core/error.hpp"
 #include "collect/experience_collector.hpp"
 #include "replay/replay_buffer.hpp"
 #include "market/signal_adapter.hpp"
 #include "nn/training_guard.hpp"
+#include "config/env_kind.hpp"
 #include "io/state_archive.hpp"
 #include "envs/vector_env.hpp"
 
 #include <Kokkos_Core.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace foxrl {
 
@@ -51,125 +54,67 @@ struct TrainerParts {
   const TrainingGuard<ExecSpace>* guard = nullptr;  ///< its View handles (device data is written on load)
 };
 
-/// Every host-side value of a trainer state, read before the tensors whose
-/// sizes depend on them.
+/// The host values of a trainer state, read before the tensors whose sizes
+/// depend on them.
+template <class ExecSpace>
 struct TrainerHostState {
   TrainerCounters trainer;
-  std::int64_t replay_inserted = 0;
-  std::int64_t replay_sample_calls = 0;
-  std::int64_t replay_boundary_head = 0;  ///< boundary rows handed out (how many of the pool to keep)
-  std::int64_t nstep_pushed = 0;
-  NormalizerState normalizer;  ///< sized to the adapter's dim, or empty
+  typename ReplayBuffer<ExecSpace>::HostState replay;
+  typename ExperienceCollector<ExecSpace>::HostState collector;
+  NormalizerState normalizer;  ///< empty without an adapter
 };
 
+/// The trainer's own counters (trainer.*).
 template <class Archive>
-void visit_trainer_host_state(Archive& a, TrainerHostState& h) {
-  a.scalar("trainer.epoch", h.trainer.epoch);
-  a.scalar("trainer.global_step", h.trainer.global_step);
-  a.scalar("trainer.iteration", h.trainer.iteration);
-  a.scalar("trainer.updates", h.trainer.updates);
-  a.scalar("trainer.experiences", h.trainer.experiences);
-  a.scalar("replay.inserted", h.replay_inserted);
-  a.scalar("replay.sample_calls", h.replay_sample_calls);
-  a.scalar("replay.boundary_rows", h.replay_boundary_head);  // = replay.boundary_head, on the host
-  a.scalar("nstep.steps_pushed", h.nstep_pushed);
-  if (!h.normalizer.count.empty()) {
-    a.host_vector("normalizer.count", h.normalizer.count);
-    a.host_vector("normalizer.mean", h.normalizer.mean);
-    a.host_vector("normalizer.m2", h.normalizer.m2);
-  }
+void visit_trainer_counters(Archive& a, TrainerCounters& c) {
+  a.scalar("trainer.epoch", c.epoch);
+  a.scalar("trainer.global_step", c.global_step);
+  a.scalar("trainer.iteration", c.iteration);
+  a.scalar("trainer.updates", c.updates);
+  a.scalar("trainer.experiences", c.experiences);
 }
 
+/// The one enumeration of a trainer state, in file order: every host value
+/// (trainer counters, then each component's), then every component's device
+/// tensors. `a` is a StateWriter or a StateReader; each component names its
+/// own tensors.
 template <class Archive, class ExecSpace>
-void visit_trainer_tensors(Archive& a, const ExecSpace& space, const TrainerParts<ExecSpace>& p,
-                           const TrainerHostState& h) {
-  if (auto* cp = p.env->cartpole()) {
-    const auto& s = cp->state();
-    a.tensor(space, "env.cartpole.x", s.x);
-    a.tensor(space, "env.cartpole.x_dot", s.x_dot);
-    a.tensor(space, "env.cartpole.theta", s.theta);
-    a.tensor(space, "env.cartpole.theta_dot", s.theta_dot);
-    a.tensor(space, "env.cartpole.episode_steps", s.episode_steps);
-    a.tensor(space, "env.cartpole.episodes", s.episodes);
-  } else {
-    const auto& s = p.env->market()->state();
-    a.tensor(space, "env.market.time", s.time);
-    a.tensor(space, "env.market.position", s.position);
-    a.tensor(space, "env.market.episode_steps", s.episode_steps);
-    a.tensor(space, "env.market.episodes", s.episodes);
+void visit_trainer_state(Archive& a, const ExecSpace& space, const TrainerParts<ExecSpace>& p,
+                         TrainerHostState<ExecSpace>& h) {
+  visit_trainer_counters(a, h.trainer);
+  p.replay->visit_host_state(a, space, h.replay);
+  p.collector->visit_host_state(a, h.collector);
+  if (p.adapter != nullptr) p.adapter->visit_host_state(a, space, h.normalizer);
+  if constexpr (!Archive::saving) {
+    const std::pair<const char*, std::int64_t> counters[] = {
+        {"trainer.epoch", h.trainer.epoch},         {"trainer.global_step", h.trainer.global_step},
+        {"trainer.iteration", h.trainer.iteration}, {"trainer.updates", h.trainer.updates},
+        {"trainer.experiences", h.trainer.experiences}};
+    for (const auto& [name, value] : counters)
+      if (value < 0) a.fail(name, "negative counter " + std::to_string(value));
+    if (h.replay.inserted != h.trainer.experiences)
+      a.fail("replay.inserted", std::to_string(h.replay.inserted) + " inserts, but trainer.experiences is " +
+                                    std::to_string(h.trainer.experiences));
   }
-  a.tensor(space, "env.observations", p.env->observations());
 
-  // Replay: only what has been written. The observation ring holds states
-  // up to the write pointer and successors written up to n*N rows ahead.
-  const auto& lay = p.replay->layout();
-  const auto& st = p.replay->storage();
-  const std::int64_t slots = std::min(h.replay_inserted, lay.capacity);
-  a.tensor(space, "replay.observations", st.observations, std::min(lay.obs_rows, h.replay_inserted + lay.lookahead));
-  a.tensor(space, "replay.actions", st.actions, slots);
-  a.tensor(space, "replay.rewards", st.rewards, slots);
-  a.tensor(space, "replay.discounts", st.discounts, slots);
-  a.tensor(space, "replay.next_ref", st.next_ref, slots);
-  a.tensor(space, "replay.boundary_observations", st.boundary_observations,
-           std::min(lay.boundary_capacity, h.replay_boundary_head));
-  a.tensor(space, "replay.boundary_owner", st.boundary_owner);
-  a.tensor(space, "replay.boundary_head", st.boundary_head);
-  a.tensor(space, "replay.boundary_evictions", st.boundary_evictions);
-  // evicted_slots is scratch of a single insert: not state.
-  a.tensor(space, "replay.tree", st.tree);
-  a.tensor(space, "replay.max_priority", st.max_priority);
-  a.tensor(space, "replay.teams_done", st.teams_done);
-  a.tensor(space, "replay.batch_min_mass", st.batch_min_mass);
-
-  const auto& ring = p.collector->nstep().ring();
-  a.tensor(space, "nstep.observations", ring.observations);
-  a.tensor(space, "nstep.next_observations", ring.next_observations);
-  a.tensor(space, "nstep.actions", ring.actions);
-  a.tensor(space, "nstep.rewards", ring.rewards);
-  a.tensor(space, "nstep.episode_end", ring.episode_end);
-
-  const auto& stats = p.collector->episode_stats();
-  a.tensor(space, "episodes.running", stats.running());
-  a.tensor(space, "episodes.ring", stats.ring());
-  a.tensor(space, "episodes.count", stats.count());
-
-  // The training guard: learning-rate scale, counters, loss window, and the
-  // last good snapshot a later restore would return to.
-  if (p.guard != nullptr) {
-    a.tensor(space, "guard.state", p.guard->state());
-    const auto& snap = p.guard->snapshot_weights();
-    a.tensor(space, "guard.snapshot_online", snap.online);
-    a.tensor(space, "guard.snapshot_target", snap.target);
-    a.tensor(space, "guard.snapshot_adam_m", snap.adam_m);
-    a.tensor(space, "guard.snapshot_adam_v", snap.adam_v);
-    a.tensor(space, "guard.snapshot_adam_step", snap.adam_step);
-  }
+  p.env->visit_state(a, space);
+  p.replay->visit_state(a, space, h.replay);
+  p.collector->visit_state(a, space);
+  if (p.guard != nullptr) p.guard->visit_state(a, space);
 }
 
 /// Writes `path` (atomically) from the components and `counters`. Fences.
 template <class ExecSpace>
 void save_trainer_state(const ExecSpace& space, const std::string& path, const TrainerParts<ExecSpace>& p,
                         const TrainerCounters& counters) {
-  TrainerHostState h;
+  TrainerHostState<ExecSpace> h;
   h.trainer = counters;
-  h.replay_inserted = p.replay->inserted();
-  h.replay_sample_calls = static_cast<std::int64_t>(p.replay->sample_calls());
-  {
-    Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> head(
-        &h.replay_boundary_head);
-    Kokkos::deep_copy(space, head, p.replay->storage().boundary_head);
-    compat::fence(space, "foxrl::save_trainer_state::boundary_head");
-  }
-  h.nstep_pushed = p.collector->nstep().steps_pushed();
-  if (p.adapter != nullptr) h.normalizer = p.adapter->export_state(space);
-
   StateWriter<ExecSpace> w;
-  visit_trainer_host_state(w, h);
-  visit_trainer_tensors(w, space, p, h);
+  visit_trainer_state(w, space, p, h);
   auto& m = w.metadata();
   m["format"] = "foxrl.trainer_state";
   m["format_version"] = "1";
-  m["env"] = p.env->is_market() ? "market" : "cartpole";
+  m["env"] = env_kind_name(p.env->kind());
   m["num_envs"] = std::to_string(p.env->num_envs());
   m["obs_dim"] = std::to_string(p.env->obs_dim());
   m["replay_capacity"] = std::to_string(p.replay->capacity());
@@ -194,29 +139,13 @@ TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& pa
     throw Error("foxrl: trainer state '" + path + "': metadata 'format_version' is '" + meta("format_version") +
                 "', this foxrl reads 1");
 
-  TrainerHostState h;
-  if (p.adapter != nullptr) {
-    const auto d = static_cast<std::size_t>(p.adapter->dim());
-    h.normalizer = NormalizerState{std::vector<double>(d), std::vector<double>(d), std::vector<double>(d)};
-  }
-  visit_trainer_host_state(r, h);
-  const std::pair<const char*, std::int64_t> counters[] = {
-      {"trainer.epoch", h.trainer.epoch},       {"trainer.global_step", h.trainer.global_step},
-      {"trainer.iteration", h.trainer.iteration}, {"trainer.updates", h.trainer.updates},
-      {"trainer.experiences", h.trainer.experiences}, {"replay.inserted", h.replay_inserted},
-      {"replay.boundary_rows", h.replay_boundary_head}, {"nstep.steps_pushed", h.nstep_pushed}};
-  for (const auto& [name, value] : counters)
-    if (value < 0) r.fail(name, "negative counter " + std::to_string(value));
-  if (h.replay_inserted != h.trainer.experiences)
-    r.fail("replay.inserted", std::to_string(h.replay_inserted) + " inserts, but trainer.experiences is " +
-                                  std::to_string(h.trainer.experiences));
-
-  visit_trainer_tensors(r, space, p, h);
+  TrainerHostState<ExecSpace> h;
+  visit_trainer_state(r, space, p, h);
   r.check_no_extra();
   if (p.adapter != nullptr) p.adapter->import_state(space, h.normalizer);  // validates before copying
   r.apply(space);
-  p.replay->restore_counters(h.replay_inserted, static_cast<std::uint64_t>(h.replay_sample_calls));
-  p.collector->nstep().restore_steps_pushed(h.nstep_pushed);
+  p.replay->restore_host_state(h.replay);
+  p.collector->restore_host_state(h.collector);
   return h.trainer;
 }
 

@@ -5,17 +5,35 @@
 // (sample, normalise, double-DQN n-step update, priority update). Nothing in
 // an iteration reads back to the host (the training guard decides on the
 // device): at the end of each epoch the guard's snapshot, one labelled
-// fence, one copy of the device counters, one log line, one metrics record,
-// and (every `checkpoint_every` epochs) a checkpoint.
+// fence and one copy of the device counters into the epoch's record.
+// The components come from the run's setup (run/setup.hpp); each saves its
+// own state (run/trainer_state.hpp composes them). The epoch loop, logs,
+// metrics and checkpoint cadence of a whole run are TrainingRun's
+// (run/training_run.hpp).
+//
+// Kokkos Tools regions mark the phases of an iteration for profilers:
+// "foxrl::DqnTrainer::collect" (forward, action selection, env step, n-step
+// windows, episode statistics), "::insert" (the finished n-step transitions
+// into replay), "::sample" (replay sample and the batch's normalisation),
+// "::update" (the learner's fused step, the priority write-back and the
+// epoch's metric sums) and "::epoch_bookkeeping" (clearing the sums at the
+// start of an epoch; the guard's snapshot, the epoch's fence and the
+// read-back at its end). The target network's hard or Polyak copy is not a
+// phase of its own: it is fused into the update's Adam launch (only there
+// is the guard's verdict on the step known on the device), so its cost is
+// inside "::update" and a separate region would need a separate launch.
 
 #include "collect/action_selector.hpp"
 #include "agents/dqn/dqn_learner.hpp"
+#include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "collect/experience_collector.hpp"
+#include "kernels/agents/dqn/epoch_metric_sums.hpp"
 #include "market/market_setup.hpp"
 #include "replay/replay_buffer.hpp"
 #include "config/resume_check.hpp"
 #include "run/run_manifest.hpp"
+#include "run/setup.hpp"
 #include "market/signal_adapter.hpp"
 #include "config/train_config.hpp"
 #include "run/trainer_state.hpp"
@@ -31,29 +49,6 @@
 
 namespace foxrl {
 
-/// Learner metrics summed over an epoch's updates, on the device. A
-/// rejected update adds only to the update count and sums(rejected): its
-/// loss may be NaN or a spike, and it changed nothing.
-template <class ExecSpace>
-struct EpochMetricSums {
-  Kokkos::View<double*, typename ExecSpace::memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
-
-  explicit EpochMetricSums(const ExecSpace& space)
-      : sums(Kokkos::view_alloc(space, "foxrl::DqnTrainer::epoch_metric_sums"), LearnerMetrics::count + 1) {}
-
-  void add(const ExecSpace& space, const Kokkos::View<float*, typename ExecSpace::memory_space>& metrics) const {
-    const auto s = sums;
-    Kokkos::parallel_for(
-        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
-          const bool rejected = metrics(LearnerMetrics::rejected) != 0.0f;
-          for (int k = 0; k < LearnerMetrics::count; ++k)
-            if (!rejected || k == LearnerMetrics::rejected) s(k) += static_cast<double>(metrics(k));
-          s(LearnerMetrics::count) += 1.0;
-        });
-  }
-  void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
-};
-
 template <class ExecSpace = Kokkos::DefaultExecutionSpace>
 class DqnTrainer {
  public:
@@ -61,60 +56,21 @@ class DqnTrainer {
 
   explicit DqnTrainer(const TrainConfig& config) : config_(config), context_(config.seed) {
     config_.validate();
+    spec_ = run_spec(config_);
     const auto& space = context_.space();
-    if (config_.env == "market") {
-      market_.emplace(prepare_market(config_));
-      features_.emplace(space, market_->series, static_cast<int>(config_.window));
-      MarketEnvConfig env_config;
-      env_config.observation.set = parse_feature_set(config_.features);
-      env_config.observation.window = static_cast<int>(config_.window);
-      env_config.episode_length = static_cast<int>(config_.episode_length);
-      env_config.cost = config_.cost_bps * 1e-4;
-      market_env_config_ = env_config;
-      env_.emplace(MarketEnv<ExecSpace>(space, *features_, market_->splits.train, static_cast<int>(config_.num_envs),
-                                        config_.seed, env_config));
-      adapter_.emplace(space, env_->obs_dim(), SignalAdapterConfig{}, market_normalize_mask(env_config.observation));
+    if (spec_.env == EnvKind::market) {
+      market_.emplace(make_market(space, config_, spec_));
+      env_.emplace(make_vector_env(space, spec_, config_.seed, &market_->features, market_->data.splits.train));
     } else {
-      env_.emplace(CartPoleEnv<ExecSpace>(space, static_cast<int>(config_.num_envs), config_.seed));
+      env_.emplace(make_vector_env(space, spec_, config_.seed));
     }
-
-    DqnLearnerConfig lc;
-    lc.obs_dim = env_->obs_dim();
-    lc.num_actions = env_->num_actions();
-    lc.hidden.assign(config_.hidden.begin(), config_.hidden.end());
-    lc.max_batch = static_cast<int>(config_.batch_size);
-    lc.max_inference_batch = static_cast<int>(config_.num_envs);
-    lc.lr = static_cast<float>(config_.lr);
-    lc.eps = static_cast<float>(config_.adam_eps);
-    lc.weight_decay = static_cast<float>(config_.weight_decay);
-    lc.max_grad_norm = static_cast<float>(config_.max_grad_norm);
-    lc.target_update_every = static_cast<int>(config_.target_update_every);
-    lc.polyak_tau = static_cast<float>(config_.polyak_tau);
-    lc.loss = config_.loss == "mse" ? LossKind::mse : LossKind::huber;
-    lc.seed = config_.seed;
-    lc.dense_backend = DenseBackend::blas;
-    lc.guard.spike_factor = static_cast<float>(config_.guard_spike_factor);
-    lc.guard.max_bad = static_cast<int>(config_.guard_max_bad);
-    lc.guard.lr_decay = static_cast<float>(config_.guard_lr_decay);
-    learner_.emplace(space, lc);
-
-    ReplayConfig rc;
-    rc.capacity = config_.buffer_capacity;
-    rc.obs_dim = env_->obs_dim();
-    rc.num_envs = static_cast<int>(config_.num_envs);
-    rc.n_step = static_cast<int>(config_.n_step);
-    rc.max_batch = static_cast<int>(config_.batch_size);
-    rc.alpha = static_cast<float>(config_.per_alpha);
-    rc.seed = config_.seed;
-    replay_.emplace(space, rc);
-
-    EpsilonSchedule schedule;
-    schedule.start = config_.eps_start;
-    schedule.end = config_.eps_end;
-    schedule.decay_env_steps = static_cast<double>(config_.eps_decay_env_steps);
-    selector_.emplace(env_->num_actions(), config_.seed, schedule);
-
-    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, &*replay_,
+    adapter_ = make_adapter(space, spec_);
+    learner_.emplace(space, spec_.learner);
+    replay_.emplace(space, spec_.replay);
+    selector_.emplace(spec_.num_actions, config_.seed, spec_.epsilon);
+    // The collector acts; the trainer inserts what it finished (iterate()),
+    // so that insert is a profiling phase of its own.
+    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, nullptr,
                        static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
     sums_.emplace(space);
     context_.fence("DqnTrainer::setup");
@@ -126,7 +82,16 @@ class DqnTrainer {
   /// One iteration: collector step, then the update round if it is due.
   void iterate() {
     const auto& space = context_.space();
-    experiences_ += collector_->step(space, global_step_);
+    {
+      compat::ScopedRegion region("foxrl::DqnTrainer::collect");
+      collector_->step(space, global_step_);
+    }
+    const auto& nstep = collector_->nstep();
+    if (nstep.steps_pushed() >= nstep.n()) {  // every env finished an n-step transition
+      compat::ScopedRegion region("foxrl::DqnTrainer::insert");
+      replay_->insert(space, nstep.output());
+      experiences_ += env_->num_envs();
+    }
     global_step_ += config_.num_envs;
     const bool due = global_step_ >= config_.learning_starts && iteration_ % config_.train_every == 0 &&
                      replay_->size() >= config_.batch_size;
@@ -142,12 +107,16 @@ class DqnTrainer {
     const auto& space = context_.space();
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t steps_before = global_step_, updates_before = updates_;
-    sums_->clear(space);
+    {
+      compat::ScopedRegion region("foxrl::DqnTrainer::epoch_bookkeeping");
+      sums_->clear(space);
+    }
     ProgressLine progress(config_.iterations_per_epoch);
     for (std::int64_t it = 0; it < config_.iterations_per_epoch; ++it) {
       iterate();
       progress.tick(it + 1);
     }
+    compat::ScopedRegion region("foxrl::DqnTrainer::epoch_bookkeeping");
     // The restore point moves once per epoch: often enough that a restore
     // loses at most an epoch of progress, rarely enough that its copy of
     // four parameter buffers costs nothing per update. The device skips it
@@ -207,7 +176,7 @@ class DqnTrainer {
     m.epoch = epoch_;
     m.global_step = global_step_;
     m.updates = updates_;
-    if (adapter_) {
+    if (adapter_) {  // the frozen normaliser of inference (float64 in the trainer state too)
       m.has_normalizer = true;
       m.normalizer = adapter_->export_state(space);
     }
@@ -253,9 +222,10 @@ class DqnTrainer {
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
-  const std::optional<MarketSetup>& market() const { return market_; }
-  const std::optional<MarketFeatures<ExecSpace>>& market_features() const { return features_; }
-  const MarketEnvConfig& market_env_config() const { return market_env_config_; }
+  /// What the config decided about the components (env, network, replay, market env).
+  const RunSpec& spec() const { return spec_; }
+  /// The market data, splits and features; null for CartPole.
+  const MarketComponents<ExecSpace>* market() const { return market_ ? &*market_ : nullptr; }
   std::int64_t global_step() const { return global_step_; }
   std::int64_t updates() const { return updates_; }
   std::int64_t epoch() const { return epoch_; }
@@ -274,11 +244,14 @@ class DqnTrainer {
   }
 
   void update(const ExecSpace& space) {
-    auto batch = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
-    if (adapter_) {
-      adapter_->normalize_in_place(space, batch.states, batch.next_states);
-    }
-    learner_->update(space, batch);
+    const auto batch = [&] {
+      compat::ScopedRegion region("foxrl::DqnTrainer::sample");
+      auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
+      if (adapter_) adapter_->normalize_in_place(space, b.states, b.next_states);
+      return b;
+    }();
+    compat::ScopedRegion region("foxrl::DqnTrainer::update");
+    learner_->update(space, batch);  // the target copy is fused into its Adam launch
     replay_->update_priorities(space, batch.indices, learner_->td_errors());
     sums_->add(space, learner_->metrics());
     ++updates_;
@@ -286,9 +259,8 @@ class DqnTrainer {
 
   TrainConfig config_;
   ExecutionContext<ExecSpace> context_;
-  std::optional<MarketSetup> market_;
-  std::optional<MarketFeatures<ExecSpace>> features_;
-  MarketEnvConfig market_env_config_;
+  RunSpec spec_;
+  std::optional<MarketComponents<ExecSpace>> market_;
   std::optional<VectorEnv<ExecSpace>> env_;
   std::optional<SignalAdapter<ExecSpace>> adapter_;
   std::optional<DqnLearner<ExecSpace>> learner_;

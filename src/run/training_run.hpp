@@ -1,0 +1,93 @@
+#pragma once
+// TrainingRun: a whole training run as `foxrl train` runs it, for any
+// program that links foxrl: the epoch loop over a DqnTrainer, checkpoints
+// (every `checkpoint_every` epochs, after the last epoch and once solved),
+// the `target_return` stop (mean return of the last 100 episodes), the run
+// directory's train.log and metrics.jsonl (on resume, records after the
+// checkpoint are dropped first), the learning-curve SVGs, and, for the
+// market, the evaluation of the greedy policy on the test split
+// (evaluation.json, equity.svg). Observers see every log line and every
+// EpochRecord; the CLI's train command is one of them (it prints the lines).
+//
+//   foxrl::TrainConfig config;            // or TrainConfig::from_json_file(...)
+//   config.env = foxrl::EnvKind::cartpole;
+//   foxrl::TrainingRun run(config);
+//   MyObserver observer;                  // a TrainingObserver
+//   run.add_observer(observer);
+//   const auto summary = run.run();
+//
+// Runs on Kokkos::DefaultExecutionSpace, in the trainer's own instance
+// (DqnTrainer<Space> drives one epoch at a time on any other space).
+
+#include "agents/dqn/dqn_trainer.hpp"
+#include "config/train_config.hpp"
+#include "market/market_evaluation.hpp"
+#include "run/training_log.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace foxrl {
+
+/// Receives what a TrainingRun reports, as it happens. Both methods do
+/// nothing unless overridden.
+class TrainingObserver {
+ public:
+  virtual ~TrainingObserver() = default;
+  /// One line of the run's log, without newline (train.log gets the same).
+  virtual void on_log(const std::string& line) { (void)line; }
+  /// An epoch's record, after its metrics.jsonl line and before its
+  /// checkpoint.
+  virtual void on_epoch(const EpochRecord& record) { (void)record; }
+};
+
+/// How a run ended.
+struct TrainingSummary {
+  /// Every epoch of the run directory: after a resume, the kept records
+  /// (epoch, loss and mean return only: what metrics.jsonl held) first.
+  std::vector<EpochRecord> epochs;
+  bool solved = false;  ///< stopped by `target_return`
+  std::optional<EvaluationReport> evaluation;  ///< market: the test split's
+};
+
+class TrainingRun {
+ public:
+  using ExecSpace = Kokkos::DefaultExecutionSpace;
+
+  /// A run of `config` in `config.out_dir` (created by run()). With
+  /// `resume`, it continues the checkpoint there: the saved config must
+  /// match `config` but for `epochs` (which may only grow) and `out_dir`
+  /// (UsageError naming the key). Nothing happens before run().
+  explicit TrainingRun(TrainConfig config, bool resume = false);
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  /// Adds an observer (not owned; must outlive run()).
+  void add_observer(TrainingObserver& observer);
+
+  /// Runs the epochs up to `config.epochs` (or until solved), writes the
+  /// run directory and returns how it ended. Once per TrainingRun.
+  TrainingSummary run();
+
+  const TrainConfig& config() const { return config_; }
+  /// The trainer, from run() on (LogicError before).
+  DqnTrainer<ExecSpace>& trainer();
+
+ private:
+  void say(const std::string& line);
+
+  TrainConfig config_;
+  bool resume_;
+  bool started_ = false;
+  std::vector<TrainingObserver*> observers_;
+  std::unique_ptr<DqnTrainer<ExecSpace>> trainer_;
+  struct Files;
+  std::unique_ptr<Files> files_;
+};
+
+}  // namespace foxrl

@@ -8,6 +8,7 @@
 //   // d.q.back() are the Q-values of {short, flat, long}, d.action.back() the greedy one
 
 #include "agents/dqn/dqn_learner.hpp"
+#include "kernels/market/evaluation_kernels.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
@@ -112,8 +113,7 @@ class Policy {
     Kokkos::deep_copy(space, positions, position);
     for (int t0 = first_t; t0 <= bars; t0 += max_rows()) {
       const int n = std::min(max_rows(), bars + 1 - t0);
-      Kokkos::parallel_for(
-          "foxrl::Policy::times", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(int i) { times(i) = t0 + i; });
+      kernels::decision_times(space, times, t0, n);
       auto rows = std::make_pair(0, n);
       auto raw_n = Kokkos::subview(raw, rows, Kokkos::ALL);
       kernels::build_observations(space, features.features(), spec_, Kokkos::subview(times, rows),

@@ -5,7 +5,7 @@
 // run's instance, no fence, no allocation outside foxrl:: labels.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

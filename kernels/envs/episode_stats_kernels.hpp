@@ -37,7 +37,8 @@ template <int Window, class ExecSpace, class MemorySpace>
 void episode_stats_record(const ExecSpace& space, const Kokkos::View<const float*, MemorySpace>& rewards,
                           const Kokkos::View<const std::uint8_t*, MemorySpace>& terminated,
                           const Kokkos::View<const std::uint8_t*, MemorySpace>& truncated,
-                          const Kokkos::View<float*, MemorySpace>& running, const Kokkos::View<float*, MemorySpace>& ring,
+                          const Kokkos::View<float*, MemorySpace>& running,
+                          const Kokkos::View<float*, MemorySpace>& ring,
                           const Kokkos::View<std::uint64_t*, MemorySpace>& staged,
                           const Kokkos::View<std::int64_t, MemorySpace>& count,
                           const Kokkos::View<std::int64_t, MemorySpace>& finished_now) {

@@ -104,7 +104,9 @@ CloseResult allclose(const Actual& actual, const Expected& expected, double rtol
     const double diff = std::fabs(x - y);
     if (diff <= atol + rtol * std::fabs(y)) continue;  // false for NaN
     if (!(diff <= worst)) worst = diff;
-    if (bad < static_cast<std::size_t>(show)) first << "\n  " << detail::index_text(shape, k) << ": " << x << " vs " << y;
+    if (bad < static_cast<std::size_t>(show)) {
+      first << "\n  " << detail::index_text(shape, k) << ": " << x << " vs " << y;
+    }
     ++bad;
   }
   if (bad == 0) {

@@ -3,9 +3,9 @@
 // epsilon schedules follow their formulas, greedy mode is the argmax.
 #include "collect/action_selector.hpp"
 #include "kernels/core/counter_rng.hpp"
-#include "env_test_util.hpp"
+#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -137,7 +137,7 @@ TEMPLATE_TEST_CASE("ActionSelector: same seed, same actions as a host evaluation
   selector.select(space, d_q, device_step, actions);
   const auto g2 = foxrl::test::to_host(space, actions);
   for (int i = 0; i < n; ++i) REQUIRE(g2(i) == argmax[static_cast<std::size_t>(i)]);
-  // Shape mismatch is a usage error.
+  // A shape mismatch is the calling program's error.
   Kokkos::View<std::int32_t*, Mem> short_actions(Kokkos::view_alloc(space, "foxrl::test::short"), n - 1);
-  CHECK_THROWS_AS(selector.select(space, d_q, 0, short_actions), foxrl::UsageError);
+  CHECK_THROWS_AS(selector.select(space, d_q, 0, short_actions), foxrl::LogicError);
 }

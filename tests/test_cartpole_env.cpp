@@ -3,9 +3,9 @@
 // the host from the counter-based RNG).
 #include "envs/cartpole_env.hpp"
 #include "kernels/core/counter_rng.hpp"
-#include "env_test_util.hpp"
+#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -154,6 +154,7 @@ TEST_CASE("CartPole rejects bad construction and env indices", "[cartpole]") {
   CHECK_THROWS_AS(foxrl::CartPoleEnv<Exec>(context.space(), 0, 1), foxrl::UsageError);
   foxrl::CartPoleEnv<Exec> env(context.space(), 2, 1);
   CHECK_THROWS_WITH(env.set_state(context.space(), 2, {0, 0, 0, 0}), Catch::Contains("env 2"));
+  CHECK_THROWS_AS(env.set_state(context.space(), 2, {0, 0, 0, 0}), foxrl::LogicError);
   CHECK(env.obs_dim() == 4);
   CHECK(env.num_actions() == 2);
 }

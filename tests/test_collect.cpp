@@ -6,7 +6,7 @@
 #include "core/execution_context.hpp"
 #include "envs/rollout.hpp"
 #include "io/safetensors.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,9 +3,9 @@
 #include "kernels/nn/adam.hpp"
 #include "kernels/nn/dense.hpp"
 #include "core/execution_context.hpp"
-#include "reference_dqn.hpp"
+#include "support/reference_dqn.hpp"
 #include "nn/row_major_gemm.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,8 +6,8 @@
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "reference_dqn.hpp"
-#include "test_spaces.hpp"
+#include "support/reference_dqn.hpp"
+#include "support/test_spaces.hpp"
 #include "kernels/nn/weight_init.hpp"
 
 #include <catch2/catch.hpp>

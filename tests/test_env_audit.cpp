@@ -8,7 +8,7 @@
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/signal_adapter.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

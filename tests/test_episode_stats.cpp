@@ -4,8 +4,8 @@
 #include "envs/episode_stats.hpp"
 #include "core/execution_context.hpp"
 
-#include "env_test_util.hpp"
-#include "test_spaces.hpp"
+#include "support/env_test_util.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

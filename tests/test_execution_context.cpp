@@ -1,6 +1,6 @@
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,13 +1,14 @@
 // Market features and the SignalAdapter: per-bar features against a float64
 // host reference, the no-lookahead property, and the Welford/Chan normalizer
 // against float64 host statistics.
-#include "env_test_util.hpp"
+#include "support/allclose.hpp"
+#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
 #include "kernels/market/features.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/signal_adapter.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -86,15 +87,12 @@ TEMPLATE_TEST_CASE("bar features match a float64 host reference", "[features]", 
   const auto range = foxrl::test::to_host(space, f.range);
   const auto vz = foxrl::test::to_host(space, f.volume_z);
   const auto vol = foxrl::test::to_host(space, f.volatility);
-  for (std::size_t t = 0; t < series.size(); ++t) {
-    INFO("bar " << t);
-    // Computed in float64 on the device and rounded once to float32.
-    CHECK(std::fabs(lr(t) - ref.log_return[t]) <= 1e-7 * std::fabs(ref.log_return[t]) + 1e-12);
-    CHECK(std::fabs(range(t) - ref.range[t]) <= 1e-7 * std::fabs(ref.range[t]) + 1e-12);
-    // Built from the float32 returns: their rounding (6e-8 relative) carries over.
-    CHECK(std::fabs(vol(t) - ref.volatility[t]) <= 1e-6 * ref.volatility[t] + 1e-12);
-    CHECK(std::fabs(vz(t) - ref.volume_z[t]) <= 1e-6 * std::fabs(ref.volume_z[t]) + 1e-6);
-  }
+  // Computed in float64 on the device and rounded once to float32.
+  CHECK(foxrl::test::allclose(lr, ref.log_return, 1e-7, 1e-12));
+  CHECK(foxrl::test::allclose(range, ref.range, 1e-7, 1e-12));
+  // Built from the float32 returns: their rounding (6e-8 relative) carries over.
+  CHECK(foxrl::test::allclose(vol, ref.volatility, 1e-6, 1e-12));
+  CHECK(foxrl::test::allclose(vz, ref.volume_z, 1e-6, 1e-6));
 }
 
 TEMPLATE_TEST_CASE("observations never read bars at or after the decision time", "[features][lookahead]",
@@ -280,9 +278,7 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
   restored.process(space, probe, b);
   const auto ha = foxrl::test::to_host(space, a);
   const auto hb = foxrl::test::to_host(space, b);
-  for (int i = 0; i < 3; ++i) {
-    for (int d = 0; d < D; ++d) CHECK(ha(i, d) == hb(i, d));
-  }
+  CHECK(foxrl::test::allclose(ha, hb, 0.0, 0.0));
   CHECK(ha(0, 1) == 3.0f);  // 1234.5 is far above feature 1's mean of ~1000 in units of 0.01: clipped
   CHECK(ha(0, 4) == 1234.5f);  // masked: passed through
 

@@ -1,7 +1,7 @@
 // The OHLCV CSV loader: good files in several shapes, every kind of bad
 // input (the message must name the line, the column and the value), skip
 // mode, the shared real data sets and corrupted copies of them.
-#include "env_test_util.hpp"
+#include "support/env_test_util.hpp"
 #include "core/error.hpp"
 #include "market/market_data.hpp"
 

@@ -2,11 +2,11 @@
 // observations against the host series, truncation-only episodes with
 // auto-reset from the counter RNG, and splits that stay inside their bars.
 #include "kernels/core/counter_rng.hpp"
-#include "env_test_util.hpp"
+#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

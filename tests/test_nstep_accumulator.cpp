@@ -3,7 +3,8 @@
 #include "core/kokkos_tools_audit.hpp"
 #include "core/execution_context.hpp"
 #include "collect/nstep_accumulator.hpp"
-#include "test_spaces.hpp"
+#include "support/device_copy.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -85,12 +86,7 @@ Expected reference(const std::vector<HostStep>& h, int start, int env, int n, do
   return x;
 }
 
-template <class View>
-auto to_host(const View& v) {
-  auto h = Kokkos::create_mirror_view(v);
-  Kokkos::deep_copy(h, v);
-  return h;
-}
+using foxrl::test::to_host;
 
 }  // namespace
 
@@ -129,12 +125,12 @@ TEMPLATE_TEST_CASE("n-step transitions match a float64 reference across episode 
     if (!ready) continue;
     context.fence("test::nstep");
     const auto& out = acc.output();
-    const auto h_obs = to_host(out.observations);
-    const auto h_next = to_host(out.next_observations);
-    const auto h_act = to_host(out.actions);
-    const auto h_rew = to_host(out.rewards);
-    const auto h_disc = to_host(out.discounts);
-    const auto h_succ = to_host(out.next_is_successor);
+    const auto h_obs = to_host(space, out.observations);
+    const auto h_next = to_host(space, out.next_observations);
+    const auto h_act = to_host(space, out.actions);
+    const auto h_rew = to_host(space, out.rewards);
+    const auto h_disc = to_host(space, out.discounts);
+    const auto h_succ = to_host(space, out.next_is_successor);
     const int start = t - n + 1;
     emitted_obs[start].assign(h_obs.data(), h_obs.data() + num_envs * dim);
     emitted_next[start].assign(h_next.data(), h_next.data() + num_envs * dim);

@@ -7,7 +7,8 @@
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "replay/replay_buffer.hpp"
 #include "kernels/replay/sum_tree.hpp"
-#include "test_spaces.hpp"
+#include "support/device_copy.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -90,21 +91,8 @@ foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synt
   return b;
 }
 
-template <class T, class Exec>
-Kokkos::View<T*, Mem<Exec>> to_device(const Exec& space, const std::vector<T>& values) {
-  Kokkos::View<T*, Mem<Exec>> v(Kokkos::view_alloc(space, "foxrl::test::values"), values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) h(i) = values[i];
-  Kokkos::deep_copy(space, v, h);
-  return v;
-}
-
-template <class View>
-auto to_host(const View& v) {
-  auto h = Kokkos::create_mirror_view(v);
-  Kokkos::deep_copy(h, v);
-  return h;
-}
+using foxrl::test::to_device;
+using foxrl::test::to_host;
 
 /// Host model of the priorities: the float32 priority each written slot
 /// carries, updated with the same rules the buffer documents.
@@ -148,9 +136,9 @@ struct PriorityModel {
 /// float64 sum of its subtree and, exactly, against the left-to-right float
 /// sum of its 32 children (the tree is what a bottom-up rebuild gives).
 template <class Exec>
-void check_tree(const foxrl::ReplayBuffer<Exec>& buffer, const PriorityModel& model) {
+void check_tree(const Exec& space, const foxrl::ReplayBuffer<Exec>& buffer, const PriorityModel& model) {
   constexpr int K = 32;
-  const auto tree = to_host(buffer.storage().tree);
+  const auto tree = to_host(space, buffer.storage().tree);
   const auto& shape = buffer.layout().tree_shape;
   std::vector<std::vector<double>> ref(1, std::vector<double>(model.capacity));
   for (std::int64_t s = 0; s < model.capacity; ++s) ref[0][s] = model.mass(s);
@@ -195,7 +183,7 @@ void check_tree(const foxrl::ReplayBuffer<Exec>& buffer, const PriorityModel& mo
   CHECK(node_bad == 0);
   CHECK(exact_bad == 0);
   CHECK(pad_bad == 0);
-  const auto maxp = to_host(buffer.storage().max_priority);
+  const auto maxp = to_host(space, buffer.storage().max_priority);
   CHECK(maxp() == model.max_priority);
 }
 
@@ -212,7 +200,7 @@ std::vector<std::int64_t> draw_histogram(const Exec& space, foxrl::ReplayBuffer<
         "foxrl::test::histogram", Kokkos::RangePolicy<Exec>(space, 0, batch),
         KOKKOS_LAMBDA(int k) { Kokkos::atomic_add(&counts(idx(k)), std::int64_t(1)); });
   }
-  const auto h = to_host(counts);
+  const auto h = to_host(space, counts);
   return std::vector<std::int64_t>(h.data(), h.data() + h.extent(0));
 }
 
@@ -274,12 +262,12 @@ TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across
     const std::int64_t size = buffer.size();
     const auto view = Kokkos::subview(slots, std::make_pair(std::int64_t(0), size));
     const auto batch = buffer.gather(space, view);
-    const auto states = to_host(batch.states);
-    const auto next = to_host(batch.next_states);
-    const auto actions = to_host(batch.actions);
-    const auto rewards = to_host(batch.rewards);
-    const auto discounts = to_host(batch.discounts);
-    const auto indices = to_host(batch.indices);
+    const auto states = to_host(space, batch.states);
+    const auto next = to_host(space, batch.next_states);
+    const auto actions = to_host(space, batch.actions);
+    const auto rewards = to_host(space, batch.rewards);
+    const auto discounts = to_host(space, batch.discounts);
+    const auto indices = to_host(space, batch.indices);
     for (std::int64_t s = 0; s < size; ++s) {
       const std::int64_t g = transition_in_slot(s, buffer.inserted(), 10);
       const int e = int(g % 3);
@@ -331,7 +319,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
   REQUIRE(sampleable.size() < std::size_t(C));  // the scenario must evict something live
   REQUIRE(!sampleable.empty());
 
-  const auto tree = to_host(buffer.storage().tree);
+  const auto tree = to_host(space, buffer.storage().tree);
   const auto& shape = buffer.layout().tree_shape;
   REQUIRE(shape.levels == 2);
   for (std::int64_t s = 0; s < C; ++s) {
@@ -347,9 +335,9 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
   std::set<std::int64_t> seen;
   for (int call = 0; call < 20; ++call) {
     const auto batch = buffer.sample(space, 64, 1.0f);
-    const auto idx = to_host(batch.indices);
-    const auto states = to_host(batch.states);
-    const auto next = to_host(batch.next_states);
+    const auto idx = to_host(space, batch.indices);
+    const auto states = to_host(space, batch.states);
+    const auto next = to_host(space, batch.next_states);
     for (int k = 0; k < 64; ++k) {
       const std::int64_t g = transition_in_slot(idx(k), inserted, C);
       const int e = int(g % 4);
@@ -364,7 +352,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
     }
   }
   CHECK(seen == sampleable);
-  CHECK(to_host(buffer.storage().boundary_evictions)() > 0);
+  CHECK(to_host(space, buffer.storage().boundary_evictions)() > 0);
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random inserts and updates",
@@ -410,10 +398,10 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
       model.update(idx, td);
     }
     INFO("step " << step);
-    check_tree(buffer, model);
+    check_tree(space, buffer, model);
   }
   // Same draws, same tree bit for bit, whichever level the teams own.
-  const auto tree = to_host(buffer.storage().tree);
+  const auto tree = to_host(space, buffer.storage().tree);
   std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
   if (!below_top) final_tree[c.capacity] = flat;
   else CHECK(flat == final_tree[c.capacity]);
@@ -441,8 +429,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest pr
     }
     buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
     model.update(idx, td);  // 40 and -1 are outside [0, size): ignored
-    check_tree(buffer, model);
-    const auto tree = to_host(buffer.storage().tree);
+    check_tree(space, buffer, model);
+    const auto tree = to_host(space, buffer.storage().tree);
     const auto& shape = buffer.layout().tree_shape;
     CHECK(tree(shape.leaf(5)) == Approx(std::pow(3.0 + 1e-6, 0.6)).epsilon(2e-6));
     CHECK(tree(shape.leaf(7)) == Approx(std::pow(2.0 + 1e-6, 0.6)).epsilon(2e-6));
@@ -470,25 +458,25 @@ TEMPLATE_TEST_CASE("ReplayBuffer: negative td errors (a rejected update's) chang
   buffer.update_priorities(space, to_device(space, std::vector<std::int64_t>{1, 2, 3}),
                            to_device(space, std::vector<float>{0.5f, 2.0f, 0.125f}));
   model.update({1, 2, 3}, {0.5f, 2.0f, 0.125f});
-  const auto tree_before = to_host(buffer.storage().tree);
+  const auto tree_before = to_host(space, buffer.storage().tree);
   const std::vector<float> before(tree_before.data(), tree_before.data() + tree_before.extent(0));
-  const float max_before = to_host(buffer.storage().max_priority)();
+  const float max_before = to_host(space, buffer.storage().max_priority)();
 
   // What the learner hands over for a rejected update's healthy rows.
   const std::vector<std::int64_t> idx{1, 2, 3, 4, 5, 6};
   buffer.update_priorities(space, to_device(space, idx),
                            to_device(space, std::vector<float>(6, foxrl::keep_priority_td)));
-  const auto tree_after = to_host(buffer.storage().tree);
+  const auto tree_after = to_host(space, buffer.storage().tree);
   CHECK(std::vector<float>(tree_after.data(), tree_after.data() + tree_after.extent(0)) == before);
-  CHECK(to_host(buffer.storage().max_priority)() == max_before);
+  CHECK(to_host(space, buffer.storage().max_priority)() == max_before);
 
   // Mixed: NaN and +inf rows get priority 0 (never sampled again), negative
   // ones (-inf included) stay, finite ones are written.
   const std::vector<float> td{inf, -inf, 4.0f, nan, 0.25f, foxrl::keep_priority_td};
   buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
   model.update(idx, td);
-  check_tree(buffer, model);
-  const auto tree = to_host(buffer.storage().tree);
+  check_tree(space, buffer, model);
+  const auto tree = to_host(space, buffer.storage().tree);
   const auto& shape = buffer.layout().tree_shape;
   CHECK(tree(shape.leaf(1)) == 0.0f);
   CHECK(tree(shape.leaf(2)) == before[shape.leaf(2)]);
@@ -498,7 +486,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer: negative td errors (a rejected update's) chang
   std::size_t nonfinite_nodes = 0;
   for (std::size_t i = 0; i < tree.extent(0); ++i) nonfinite_nodes += !std::isfinite(tree(i));
   CHECK(nonfinite_nodes == 0);
-  CHECK(to_host(buffer.storage().max_priority)() == Approx(4.0 + 1e-6).epsilon(1e-7));
+  CHECK(to_host(space, buffer.storage().max_priority)() == Approx(4.0 + 1e-6).epsilon(1e-7));
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square, 10^6 draws)",
@@ -565,7 +553,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer with alpha = 0 samples the filled slots uniform
   INFO("chi-square " << stat);
   CHECK(stat < chi_square_critical_0001(39));
 
-  const auto weights = to_host(buffer.sample(space, 256, 0.7f).is_weights);
+  const auto weights = to_host(space, buffer.sample(space, 256, 0.7f).is_weights);
   for (int k = 0; k < 256; ++k) CHECK(weights(k) == 1.0f);
 }
 
@@ -595,9 +583,9 @@ TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host refer
   const float beta = 0.4f;
   const int B = 512;
   const auto batch = buffer.sample(space, B, beta);
-  const auto indices = to_host(batch.indices);
-  const auto weights = to_host(batch.is_weights);
-  const auto tree = to_host(buffer.storage().tree);
+  const auto indices = to_host(space, batch.indices);
+  const auto weights = to_host(space, batch.is_weights);
+  const auto tree = to_host(space, buffer.storage().tree);
 
   double total = 0.0;
   std::vector<double> cumulative(201, 0.0);  // mass of slots < s
@@ -676,15 +664,21 @@ TEMPLATE_TEST_CASE("ReplayBuffer rejects bad input and reports its footprint", "
   auto config = small_config(4096, syn.obs_dim, syn.num_envs, syn.n_step);
   config.boundary_capacity = 64;
   foxrl::ReplayBuffer<Exec> buffer(space, config);
-  CHECK_THROWS_AS(buffer.sample(space, 8, 0.4f), foxrl::UsageError);  // empty
+  // Calls a program gets wrong are LogicErrors; a bad config is the user's.
+  CHECK_THROWS_AS(buffer.sample(space, 8, 0.4f), foxrl::LogicError);  // empty
   buffer.insert(space, make_transitions(space, syn, 0));
-  CHECK_THROWS_AS(buffer.sample(space, 0, 0.4f), foxrl::UsageError);
-  CHECK_THROWS_AS(buffer.sample(space, 1025, 0.4f), foxrl::UsageError);
+  CHECK_THROWS_AS(buffer.sample(space, 0, 0.4f), foxrl::LogicError);
+  CHECK_THROWS_AS(buffer.sample(space, 1025, 0.4f), foxrl::LogicError);
   const Synthetic wrong{5, 65, 3, 0};
-  CHECK_THROWS_AS(buffer.insert(space, make_transitions(space, wrong, 1)), foxrl::UsageError);
+  CHECK_THROWS_AS(buffer.insert(space, make_transitions(space, wrong, 1)), foxrl::LogicError);
   auto bad = config;
   bad.capacity = 3;
   CHECK_THROWS_AS(foxrl::ReplayBuffer<Exec>(space, bad), foxrl::UsageError);
+  CHECK_THROWS_WITH(foxrl::ReplayBuffer<Exec>(space, bad),
+                    Catch::Contains("foxrl::ReplayConfig") && Catch::Contains("capacity = 3"));
+  bad = config;
+  bad.alpha = -0.5f;
+  CHECK_THROWS_WITH(foxrl::ReplayBuffer<Exec>(space, bad), Catch::Contains("alpha = -0.5: must be >= 0"));
 
   // obs stored once (+ n*N pending rows and a small boundary pool), plus
   // action, reward, discount, next_ref (4 bytes each) and the tree: levels

@@ -1,10 +1,10 @@
 // Rollouts: the CartPole trace from an explicit initial state follows the
 // float64 Gymnasium equations, the CSV holds exactly the trace, and bad
 // action files are rejected with the line number.
-#include "env_test_util.hpp"
+#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
 #include "envs/rollout.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

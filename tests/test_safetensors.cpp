@@ -3,9 +3,9 @@
 // learner's weights stay as they were.
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
-#include "reference_dqn.hpp"
+#include "support/reference_dqn.hpp"
 #include "io/safetensors.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

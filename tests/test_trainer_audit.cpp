@@ -7,7 +7,7 @@
 // its phase and on the run's instance.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "test_spaces.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,6 +4,8 @@
 // arrives last sums all partials in team order. The result does not depend
 // on scheduling (unlike float atomics), and no second launch is needed.
 
+#include "kernels/core/last_team.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -40,26 +42,6 @@ struct ReduceScratch {
     return partials.extent(0) >= partial_floats && tickets.extent(0) >= ticket_count;
   }
 };
-
-/// Called by every thread of a team after it wrote its share of the team's
-/// partials; true (in every thread of that team) for exactly one team per
-/// ticket: the last of `teams` to arrive, which may then read every team's
-/// partials (through read_partial). Resets the ticket for the next launch.
-template <class Member>
-KOKKOS_INLINE_FUNCTION bool arrive_last(const Member& team, unsigned* ticket, unsigned teams) {
-  // Each writer publishes its partials device-wide before the team votes.
-  Kokkos::memory_fence();
-  team.team_barrier();
-  int last = 0;
-  if (team.team_rank() == 0) {
-    const unsigned before = Kokkos::atomic_fetch_add(ticket, 1u);
-    last = before + 1 == teams ? 1 : 0;
-    if (last) *ticket = 0u;
-  }
-  team.team_broadcast(last, 0);
-  if (last) Kokkos::memory_fence();
-  return last != 0;
-}
 
 /// A partial written by another team of the same launch (volatile: never a
 /// stale cached copy).

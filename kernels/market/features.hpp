@@ -39,9 +39,6 @@ struct ObservationSpec {
   int min_decision_bar() const { return window; }
 };
 
-FeatureSet parse_feature_set(const std::string& name);  // defined in market_env.cpp
-std::string feature_set_name(FeatureSet set);
-
 namespace kernels {
 
 /// One observation entry j of an env deciding at bar t holding `position`.

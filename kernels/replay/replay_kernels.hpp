@@ -8,6 +8,7 @@
 #include "core/compat.hpp"
 #include "views/replay/replay_storage.hpp"
 #include "kernels/replay/sum_tree.hpp"
+#include "kernels/core/last_team.hpp"
 #include "views/collect/transition_batch.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -19,30 +20,6 @@
 namespace foxrl::kernels {
 
 namespace detail {
-
-/// Reads memory another team may have written during this kernel, bypassing
-/// non-coherent caches (GPU L1); the writer published it with a fence.
-template <class T>
-KOKKOS_INLINE_FUNCTION T load_volatile(const T& ref) {
-  return *static_cast<const volatile T*>(&ref);
-}
-
-/// Called by every thread of every team once its writes are done: publishes
-/// them device-wide, counts the team done, and is true (in every thread of
-/// the team) for the last team of the launch, which may then read what all
-/// teams wrote (volatile loads) and must reset `teams_done` to 0.
-template <class Member>
-KOKKOS_INLINE_FUNCTION bool last_team_to_finish(const Member& team, std::int32_t& teams_done) {
-  Kokkos::memory_fence();
-  team.team_barrier();
-  int last = 0;
-  Kokkos::single(
-      Kokkos::PerTeam(team),
-      [&](int& is_last) { is_last = Kokkos::atomic_fetch_add(&teams_done, 1) == team.league_size() - 1 ? 1 : 0; },
-      last);
-  if (last != 0) Kokkos::memory_fence();
-  return last != 0;
-}
 
 /// Largest finite float: "no mass seen yet" for the sample kernel's batch
 /// minimum (kept finite so fast-math builds cannot fold comparisons).
@@ -67,6 +44,10 @@ using scratch_floats =
     Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
 }  // namespace detail
+
+/// The value the sample kernel's batch minimum (ReplayStorage::
+/// batch_min_mass) holds between launches: "no mass seen yet".
+KOKKOS_INLINE_FUNCTION std::int32_t replay_idle_batch_min_mass() { return detail::float_bits(detail::no_mass); }
 
 /// Insert of one TransitionBatch, one launch. Team 0 does the serial-by-
 /// nature part (hands out boundary-pool rows with a team scan, evicts pool
@@ -343,8 +324,8 @@ struct ReplaySampleFunctor {
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min));
     });
-    if (!detail::last_team_to_finish(team, st.teams_done())) return;
-    const float lowest = detail::bits_float(detail::load_volatile(st.batch_min_mass()));
+    if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
+    const float lowest = detail::bits_float(load_volatile(st.batch_min_mass()));
     const float exponent = beta;
     const int n = batch_size;
     // Four rows per thread, loads first: the volatile loads of one thread
@@ -355,7 +336,7 @@ struct ReplaySampleFunctor {
       float mass[per];
       for (int j = 0; j < per; ++j) {
         const int k = q + j * stride;
-        mass[j] = k < n ? detail::load_volatile(o.is_weights(k)) : 0.0f;
+        mass[j] = k < n ? load_volatile(o.is_weights(k)) : 0.0f;
       }
       for (int j = 0; j < per; ++j) {
         const int k = q + j * stride;
@@ -369,10 +350,7 @@ struct ReplaySampleFunctor {
       }
     });
     team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      st.teams_done() = 0;
-      st.batch_min_mass() = detail::float_bits(detail::no_mass);
-    });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { st.batch_min_mass() = detail::float_bits(detail::no_mass); });
   }
 };
 
@@ -492,13 +470,13 @@ struct ReplayUpdateFunctor {
     // Every team (with entries or not) counts itself done; the last one
     // refreshes the top level from the now final level below it (volatile
     // loads: other teams wrote those nodes during this launch).
-    if (!detail::last_team_to_finish(team, st.teams_done())) return;
+    if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
     constexpr int K = sum_tree_fanout;
     const int top_nodes = static_cast<int>(shape.nodes[top]);
     const std::int64_t children = shape.offset[top - 1];
     const std::int64_t parents = shape.offset[top];
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes * K), [&](const int i) {
-      buf(i) = detail::load_volatile(st.tree(children + i));
+      buf(i) = load_volatile(st.tree(children + i));
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes), [&](const int g) {
@@ -506,9 +484,38 @@ struct ReplayUpdateFunctor {
       for (int j = 0; j < K; ++j) sum += buf(g * K + j);
       st.tree(parents + g) = sum;
     });
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { st.teams_done() = 0; });
   }
 };
+
+/// Launches one insert: team 0 plus `chunks` copy teams of `team_size`
+/// threads, with the scratch of f.refresh_groups staged nodes per team.
+template <class ExecSpace>
+void replay_insert(const ExecSpace& space, const ReplayInsertFunctor<ExecSpace>& f, int chunks, int team_size) {
+  Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, team_size);
+  policy.set_scratch_size(0, Kokkos::PerTeam(ReplayInsertFunctor<ExecSpace>::scratch_bytes(f.refresh_groups)));
+  Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), f);
+}
+
+/// Launches one sample or gather (`label`: "foxrl::Replay::sample" or
+/// "foxrl::Replay::gather"): `league` teams of `team_size` threads, each
+/// with the scratch of f.rows_per_team draws.
+template <class ExecSpace>
+void replay_sample(const ExecSpace& space, const ReplaySampleFunctor<ExecSpace>& f, int league, int team_size,
+                   const char* label) {
+  Kokkos::TeamPolicy<ExecSpace> policy(space, league, team_size);
+  policy.set_scratch_size(0, Kokkos::PerTeam(ReplaySampleFunctor<ExecSpace>::scratch_bytes(f.rows_per_team)));
+  Kokkos::parallel_for(label, compat::light(policy), f);
+}
+
+/// Launches one priority update: one team of `team_size` threads per node
+/// of f.owner_level (`league` of them), `scratch_bytes` of team scratch at
+/// f.scratch_level.
+template <class ExecSpace>
+void replay_update_priorities(const ExecSpace& space, const ReplayUpdateFunctor<ExecSpace>& f, int league,
+                              int team_size, std::size_t scratch_bytes) {
+  Kokkos::TeamPolicy<ExecSpace> policy(space, league, team_size);
+  policy.set_scratch_size(f.scratch_level, Kokkos::PerTeam(scratch_bytes));
+  Kokkos::parallel_for("foxrl::Replay::update_priorities", compat::light(policy), f);
+}
 
 }  // namespace foxrl::kernels

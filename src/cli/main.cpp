@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
   } catch (const foxrl::UsageError& e) {
     std::cerr << "foxrl: " << e.what() << "\n";
     return 2;
+  } catch (const foxrl::LogicError& e) {
+    // A bug in foxrl itself, not the user's input.
+    std::cerr << "foxrl: internal error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "foxrl: " << e.what() << "\n";
     return 1;

@@ -5,8 +5,10 @@
 // host can recompute them (kernels::epsilon_greedy_action).
 
 #include "core/compat.hpp"
+#include "kernels/collect/epsilon_greedy.hpp"
 #include "kernels/core/counter_rng.hpp"
 #include "core/error.hpp"
+#include "core/validate.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -14,58 +16,6 @@
 #include <string>
 
 namespace foxrl {
-
-/// Exploration rate as a function of the global env step (env steps taken
-/// before the current iteration, summed over envs).
-///   linear:      max(end, start + (end - start) * step / decay_env_steps)   (BENCHMARKS.md)
-///   exponential: end + (start - end) * exp(-step / decay_env_steps)
-struct EpsilonSchedule {
-  enum class Kind { linear, exponential };
-  Kind kind = Kind::linear;
-  double start = 1.0;
-  double end = 0.05;
-  double decay_env_steps = 1e6;
-
-  KOKKOS_INLINE_FUNCTION double operator()(std::int64_t global_step) const {
-    const double s = static_cast<double>(global_step);
-    if (kind == Kind::exponential) return end + (start - end) * math::exp(-s / decay_env_steps);
-    const double e = start + (end - start) * s / decay_env_steps;
-    return e > end ? e : end;
-  }
-};
-
-namespace kernels {
-
-/// Index of the largest of q[0..A) (the first one on ties).
-template <class QRow>
-KOKKOS_INLINE_FUNCTION std::int32_t argmax_row(const QRow& q, int num_actions) {
-  std::int32_t best = 0;
-  float best_q = q(0);
-  for (int a = 1; a < num_actions; ++a) {
-    if (q(a) > best_q) {
-      best_q = q(a);
-      best = a;
-    }
-  }
-  return best;
-}
-
-/// The epsilon-greedy decision of env `env` at `global_step`: explore when
-/// the uniform draw (counter 2 g) is below epsilon, then take the uniform
-/// action drawn with counter 2 g + 1. Host and device give the same answer.
-KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_seed, int env,
-                                                          std::int64_t global_step, float epsilon,
-                                                          std::int32_t greedy, int num_actions) {
-  const auto g = static_cast<std::uint64_t>(global_step);
-  const auto e = static_cast<std::uint64_t>(env);
-  if (counter_uniform(explore_seed, e, 2 * g) < epsilon) {
-    return static_cast<std::int32_t>(
-        counter_index(explore_seed, e, 2 * g + 1, static_cast<std::uint32_t>(num_actions)));
-  }
-  return greedy;
-}
-
-}  // namespace kernels
 
 template <class ExecSpace>
 class ActionSelector {
@@ -82,8 +32,8 @@ class ActionSelector {
       : num_actions_(num_actions),
         explore_seed_(kernels::derive_seed(seed, kernels::rng_tag::explore)),
         schedule_(schedule) {
-    if (num_actions <= 0) throw UsageError("ActionSelector: num_actions must be positive");
-    if (!(schedule.decay_env_steps > 0)) throw UsageError("ActionSelector: decay_env_steps must be positive");
+    require_positive("ActionSelector", "num_actions", num_actions);
+    require_positive("foxrl::EpsilonSchedule", "decay_env_steps", schedule.decay_env_steps);
   }
 
   int num_actions() const { return num_actions_; }
@@ -118,34 +68,18 @@ class ActionSelector {
            actions);
   }
 
-  /// Launches the selection kernel (public only because CUDA's extended
-  /// lambdas may not live in private members). `eps < 0` means: evaluate
-  /// the schedule on the device from `device_step`.
+  /// Launches the selection kernel (kernels::select_actions) unchecked.
+  /// `eps < 0` means: evaluate the schedule on the device from `device_step`.
   void launch(const ExecSpace& space, const char* label, const q_view& q, const const_action_view& greedy,
               const step_view& device_step, std::int64_t host_step, float eps, const action_view& actions) const {
-    const int A = num_actions_;
-    const std::uint64_t seed = explore_seed_;
-    const EpsilonSchedule schedule = schedule_;
-    const bool greedy_mode = greedy_;
-    const bool from_q = q.data() != nullptr;
-    const int n = static_cast<int>(actions.extent(0));
-    Kokkos::parallel_for(
-        label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
-          std::int64_t step = host_step;
-          float e = eps;
-          if (e < 0) {
-            step = device_step();
-            e = greedy_mode ? 0.0f : static_cast<float>(schedule(step));
-          }
-          const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
-          actions(i) = e > 0 ? kernels::epsilon_greedy_action(seed, i, step, e, best, A) : best;
-        });
+    kernels::select_actions(space, label, q, greedy, device_step, host_step, eps, num_actions_, explore_seed_,
+                            schedule_, greedy_, actions);
   }
 
  private:
   void check(std::size_t rows, std::size_t cols, std::size_t out) const {
     if (static_cast<int>(cols) != num_actions_ || rows != out) {
-      throw UsageError("ActionSelector: got Q/greedy input [" + std::to_string(rows) + ", " + std::to_string(cols) +
+      throw LogicError("ActionSelector: got Q/greedy input [" + std::to_string(rows) + ", " + std::to_string(cols) +
                        "] and " + std::to_string(out) + " action slots; expected [N, " +
                        std::to_string(num_actions_) + "] and N");
     }

@@ -7,7 +7,9 @@
 // write() copies it out.
 
 #include "views/envs/env_step.hpp"
+#include "kernels/collect/dataset_kernels.hpp"
 #include "core/error.hpp"
+#include "core/validate.hpp"
 #include "io/state_archive.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -29,10 +31,9 @@ class DatasetRecorder {
   /// (the whole dataset lives in device memory until write()).
   DatasetRecorder(const ExecSpace& space, std::int64_t rows, int num_envs, int obs_dim)
       : rows_(rows), num_envs_(num_envs), obs_dim_(obs_dim) {
-    if (rows < 1 || num_envs < 1 || obs_dim < 1) {
-      throw UsageError("DatasetRecorder: rows, num_envs and obs_dim must be positive (got " + std::to_string(rows) +
-                       ", " + std::to_string(num_envs) + ", " + std::to_string(obs_dim) + ")");
-    }
+    require_positive("DatasetRecorder", "rows", rows);
+    require_positive("DatasetRecorder", "num_envs", num_envs);
+    require_positive("DatasetRecorder", "obs_dim", obs_dim);
     auto alloc = [&](const char* name) {
       return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::DatasetRecorder::") + name);
     };
@@ -51,41 +52,14 @@ class DatasetRecorder {
   /// The observations [N, D] iteration `t` acts on (before the env step
   /// overwrites them).
   void record_observations(const ExecSpace& space, std::int64_t t, const const_matrix& obs) const {
-    const auto out = observations_;
-    const std::int64_t first = t * num_envs_, total = rows_;
-    const int D = obs_dim_;
-    Kokkos::parallel_for(
-        "foxrl::DatasetRecorder::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_ * D),
-        KOKKOS_LAMBDA(int idx) {
-          const int i = idx / D, j = idx % D;
-          if (first + i < total) out(first + i, j) = obs(i, j);
-        });
+    kernels::record_observations(space, observations_, t * num_envs_, rows_, num_envs_, obs);
   }
 
   /// The actions of iteration `t` and what the env step returned.
   void record_step(const ExecSpace& space, std::int64_t t, const Kokkos::View<const std::int32_t*, memory_space>& actions,
                    const EnvStep<memory_space>& step) const {
-    const auto next = next_observations_;
-    const auto a = actions_;
-    const auto r = rewards_;
-    const auto term = terminated_;
-    const auto trunc = truncated_;
-    const std::int64_t first = t * num_envs_, total = rows_;
-    const int D = obs_dim_;
-    Kokkos::parallel_for(
-        "foxrl::DatasetRecorder::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_ * D),
-        KOKKOS_LAMBDA(int idx) {
-          const int i = idx / D, j = idx % D;
-          const std::int64_t row = first + i;
-          if (row >= total) return;
-          next(row, j) = step.next_observations(i, j);
-          if (j == 0) {
-            a(row) = actions(i);
-            r(row) = step.rewards(i);
-            term(row) = step.terminated(i);
-            trunc(row) = step.truncated(i);
-          }
-        });
+    kernels::record_step(space, next_observations_, actions_, rewards_, terminated_, truncated_, t * num_envs_, rows_,
+                         num_envs_, actions, step);
   }
 
   /// Copies the dataset to the host and writes it to `path` atomically

@@ -6,6 +6,7 @@
 // backend. Copied to the host once per epoch.
 
 #include "core/compat.hpp"
+#include "kernels/envs/episode_stats_kernels.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -48,53 +49,8 @@ class EpisodeStats {
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {
-    const auto running = running_;
-    const auto ring = ring_;
-    const auto staged = staged_;
-    const auto count = count_;
-    const auto finished_now = finished_now_;
-    const int n = static_cast<int>(running.extent(0));
-    Kokkos::parallel_scan(
-        "foxrl::EpisodeStats::record", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-        KOKKOS_LAMBDA(int i, std::int64_t& finished_before, bool final_pass) {
-          const bool done = terminated(i) != 0 || truncated(i) != 0;
-          if (final_pass) {
-            const float ret = running(i) + rewards(i);
-            if (done) {
-              const int slot = static_cast<int>((count() + finished_before) % window);
-              Kokkos::atomic_fetch_max(&staged(slot), pack(finished_before, ret));
-              running(i) = 0.f;
-            } else {
-              running(i) = ret;
-            }
-          }
-          if (done) finished_before += 1;
-          if (final_pass && i == n - 1) finished_now() = finished_before;
-        });
-    Kokkos::parallel_for(
-        "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, window), KOKKOS_LAMBDA(int s) {
-          const std::uint64_t p = staged(s);
-          if (p != 0) {
-            ring(s) = unpack_return(p);
-            staged(s) = 0;
-          }
-          if (s == 0) count() += finished_now();
-        });
-  }
-
-  /// (ordinal within the step + 1) in the high word, the return's bits in
-  /// the low word: a larger packed value is a newer episode. Public only
-  /// because CUDA's extended lambdas call it.
-  KOKKOS_INLINE_FUNCTION static std::uint64_t pack(std::int64_t ordinal_in_step, float ret) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &ret, sizeof bits);
-    return (static_cast<std::uint64_t>(ordinal_in_step + 1) << 32) | bits;
-  }
-  KOKKOS_INLINE_FUNCTION static float unpack_return(std::uint64_t packed) {
-    const auto bits = static_cast<std::uint32_t>(packed & 0xffffffffu);
-    float ret;
-    std::memcpy(&ret, &bits, sizeof ret);
-    return ret;
+    kernels::episode_stats_record<window>(space, rewards, terminated, truncated, running_, ring_, staged_, count_,
+                                          finished_now_);
   }
 
   /// The device state (saved and restored on resume): per-env running

@@ -1,6 +1,7 @@
 #include "envs/rollout.hpp"
 
 #include "core/execution_context.hpp"
+#include "core/strings.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -11,17 +12,6 @@
 #include <sstream>
 
 namespace foxrl {
-
-namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-}  // namespace
 
 int env_num_actions(EnvKind env) {
   switch (env) {

@@ -1,6 +1,7 @@
 #include "io/safetensors.hpp"
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -38,14 +39,6 @@ void require_little_endian(const std::string& path) {
 
 [[noreturn]] void fail_tensor(const std::string& path, const std::string& tensor, const std::string& what) {
   throw Error("foxrl: safetensors file '" + path + "': tensor '" + tensor + "': " + what);
-}
-
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::ostringstream s;
-  s << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << ']';
-  return s.str();
 }
 
 struct Entry {

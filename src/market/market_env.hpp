@@ -18,7 +18,9 @@
 #include "kernels/core/counter_rng.hpp"
 #include "views/envs/env_step.hpp"
 #include "core/error.hpp"
+#include "core/validate.hpp"
 #include "kernels/market/features.hpp"
+#include "kernels/market/market_step.hpp"
 #include "market/market_data.hpp"
 #include "views/market/market_views.hpp"
 
@@ -49,6 +51,11 @@ MarketSplits split_by_fraction(int bars, double train_fraction, double validatio
 MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start,
                                 std::int64_t test_start);
 
+/// The feature set named `name` ("returns", "ohlcv"); UsageError otherwise.
+FeatureSet parse_feature_set(const std::string& name);
+/// The name parse_feature_set reads back.
+std::string feature_set_name(FeatureSet set);
+
 struct MarketEnvConfig {
   ObservationSpec observation;  ///< default: 64 returns + position (the benchmark's)
   int episode_length = 1000;    ///< steps per episode (then truncated)
@@ -77,7 +84,7 @@ class MarketFeatures {
     if (series.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
       throw UsageError(series.source + ": too many bars (" + std::to_string(series.size()) + ")");
     }
-    if (stats_window < 1) throw UsageError("MarketFeatures: stats_window must be >= 1");
+    require_at_least("MarketFeatures", "stats_window", stats_window, 1);
     const int L = static_cast<int>(series.size());
     auto upload = [&](const char* name, const std::vector<double>& v) {
       Kokkos::View<double*, memory_space> d(
@@ -117,65 +124,6 @@ class MarketFeatures {
   BarFeatures<memory_space> features_;
 };
 
-namespace detail {
-
-/// The state half of a market step (one thread per env).
-template <class MemorySpace>
-struct MarketStep {
-  MarketState<MemorySpace> s;
-  Kokkos::View<const float*, MemorySpace> log_return;
-  Kokkos::View<const std::int32_t*, MemorySpace> actions;
-  EnvStep<MemorySpace> out;
-  Kokkos::View<std::int32_t*, MemorySpace> next_time, next_position;  // for the observation kernel
-  double cost;
-  int episode_length;
-  std::uint64_t start_seed;
-  int first_start;
-  std::uint32_t num_starts;
-
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
-    const int t = s.time(i);
-    const int p = s.position(i);
-    const int a = actions(i);
-    const int q = (a < 0 ? 0 : (a > 2 ? 2 : a)) - 1;
-    const int change = q > p ? q - p : p - q;
-    // Flat earns exactly 0 (not -0 from 0 * a negative return).
-    const double gain = q == 0 ? 0.0 : q * static_cast<double>(log_return(t));
-    out.rewards(i) = static_cast<float>(gain - cost * change);
-    const int steps = s.episode_steps(i) + 1;
-    const bool truncated = steps >= episode_length;
-    out.terminated(i) = 0;
-    out.truncated(i) = truncated ? 1 : 0;
-    next_time(i) = t + 1;
-    next_position(i) = q;
-    if (truncated) {
-      start_episode(i);
-    } else {
-      s.time(i) = t + 1;
-      s.position(i) = q;
-      s.episode_steps(i) = steps;
-    }
-  }
-
-  /// Episode e of env i starts at a bar drawn from (start_seed, i, e), flat.
-  KOKKOS_INLINE_FUNCTION void start_episode(int i) const {
-    const std::uint64_t e = s.episodes(i);
-    s.episodes(i) = e + 1;
-    s.time(i) = first_start + static_cast<int>(kernels::counter_index(start_seed, static_cast<std::uint64_t>(i), e,
-                                                                      num_starts));
-    s.position(i) = 0;
-    s.episode_steps(i) = 0;
-  }
-};
-
-template <class MemorySpace>
-struct MarketReset {
-  MarketStep<MemorySpace> step;
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const { step.start_episode(i); }
-};
-
-}  // namespace detail
-
 /// N market-replay envs over one split. Observations [N, obs_dim] float
 /// LayoutRight (the ObservationSpec's layout); actions 0 short, 1 flat, 2 long.
 template <class ExecSpace>
@@ -194,15 +142,15 @@ class MarketEnv {
         config_(config),
         start_seed_(kernels::derive_seed(seed, kernels::rng_tag::market_start)) {
     const auto& spec = config.observation;
-    if (num_envs <= 0) throw UsageError("MarketEnv: num_envs must be positive, got " + std::to_string(num_envs));
-    if (spec.window < 1) throw UsageError("MarketEnv: observation window must be >= 1");
+    require_positive("MarketEnv", "num_envs", num_envs);
+    require_at_least("foxrl::MarketEnvConfig", "observation.window", spec.window, 1);
     if (spec.set == FeatureSet::ohlcv && spec.rolling_window() != market.stats_window()) {
       throw UsageError("MarketEnv: observation wants rolling statistics over " +
                        std::to_string(spec.rolling_window()) + " bars, the market features were computed over " +
                        std::to_string(market.stats_window()));
     }
-    if (config.episode_length < 1) throw UsageError("MarketEnv: episode_length must be >= 1");
-    if (!(config.cost >= 0)) throw UsageError("MarketEnv: cost must be >= 0");
+    require_at_least("foxrl::MarketEnvConfig", "episode_length", config.episode_length, 1);
+    require_at_least("foxrl::MarketEnvConfig", "cost", config.cost, 0.0);
     if (split.begin < 0 || split.end > market.size() || split.begin >= split.end) {
       throw UsageError("MarketEnv: split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
                        ") is not inside the series of " + std::to_string(market.size()) + " bars");
@@ -246,8 +194,7 @@ class MarketEnv {
 
   /// Starts a new episode in every env (two launches).
   void reset(const ExecSpace& space) {
-    Kokkos::parallel_for("foxrl::MarketEnv::reset", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_),
-                         detail::MarketReset<memory_space>{functor(action_view(), last_)});
+    kernels::market_reset(space, functor(action_view(), last_));
     kernels::build_observations(space, market_.features(), config_.observation, state_.time, state_.position, obs_);
   }
 
@@ -257,44 +204,21 @@ class MarketEnv {
 
   /// Same, writing the step result into caller-owned Views.
   void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
-    Kokkos::parallel_for("foxrl::MarketEnv::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_)),
-                         functor(actions, out));
-    const auto f = market_.features();
-    const FeatureSet set = config_.observation.set;
-    const int W = config_.observation.window;
-    const int D = obs_dim();
-    const auto nt = next_time_;
-    const auto np = next_position_;
-    const auto time = state_.time;
-    const auto pos = state_.position;
-    const auto truncated = out.truncated;
-    const auto next_obs = out.next_observations;
-    const auto obs = obs_;
-    Kokkos::parallel_for(
-        "foxrl::MarketEnv::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs_ * D),
-        KOKKOS_LAMBDA(int idx) {
-          const int i = idx / D, j = idx % D;
-          const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
-          next_obs(i, j) = v;
-          obs(i, j) = truncated(i) ? kernels::observation_value(f, set, W, time(i), pos(i), j) : v;
-        });
+    kernels::market_step(space, functor(actions, out));
+    kernels::market_step_observations(space, market_.features(), config_.observation.set, config_.observation.window,
+                                      obs_dim(), next_time_, next_position_, state_.time, state_.position,
+                                      out.truncated, out.next_observations, obs_);
   }
 
   /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the
   /// observations (for tests and rollouts from a chosen bar).
   void set_start(const ExecSpace& space, int env, int t0) {
-    if (env < 0 || env >= num_envs_) throw UsageError("MarketEnv::set_start: env " + std::to_string(env) + " out of range");
+    if (env < 0 || env >= num_envs_) throw LogicError("MarketEnv::set_start: env " + std::to_string(env) + " out of range");
     if (t0 < first_start_ || t0 >= first_start_ + static_cast<int>(num_starts_)) {
       throw UsageError("MarketEnv::set_start: start bar " + std::to_string(t0) + " outside the split's range [" +
                        std::to_string(first_start_) + ", " + std::to_string(first_start_ + num_starts_ - 1) + "]");
     }
-    const auto s = state_;
-    Kokkos::parallel_for(
-        "foxrl::MarketEnv::set_start", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
-          s.time(i) = t0;
-          s.position(i) = 0;
-          s.episode_steps(i) = 0;
-        });
+    kernels::market_set_start(space, state_, env, t0);
     kernels::build_observations(space, market_.features(), config_.observation, state_.time, state_.position, obs_);
   }
 
@@ -306,7 +230,7 @@ class MarketEnv {
   const MarketFeatures<ExecSpace>& market() const { return market_; }
 
  private:
-  detail::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
+  kernels::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
     return {state_,     market_.features().log_return, actions,    out,         next_time_, next_position_,
             config_.cost, config_.episode_length,       start_seed_, first_start_, num_starts_};
   }

@@ -9,6 +9,7 @@
 // are computed on the host from the same bars with the same cost model.
 
 #include "agents/dqn/dqn_learner.hpp"
+#include "kernels/market/evaluation_kernels.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
@@ -83,15 +84,7 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
       learner.greedy_actions(space, env.observations(), actions);
     }
     env.step(space, actions);
-    const auto r = env.step_result().rewards;
-    const auto a = actions;
-    const auto rw = rewards;
-    const auto pos = positions;
-    Kokkos::parallel_for(
-        "foxrl::Evaluation::record", Kokkos::RangePolicy<ExecSpace>(space, 0, chunks), KOKKOS_LAMBDA(int k) {
-          rw(t, k) = r(k);
-          pos(t, k) = a(k) - 1;
-        });
+    kernels::record_evaluation_step(space, t, env.step_result().rewards, actions, rewards, positions);
   }
   if (adapter != nullptr) adapter->set_frozen(was_frozen);
   auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards);

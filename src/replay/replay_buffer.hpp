@@ -8,6 +8,7 @@
 #include "views/replay/batch.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "core/validate.hpp"
 #include "kernels/replay/replay_kernels.hpp"
 #include "views/replay/replay_storage.hpp"
 #include "views/collect/transition_batch.hpp"
@@ -83,10 +84,7 @@ class ReplayBuffer {
     functor.rows_per_team = insert_rows_per_team_;
     functor.refresh_groups = insert_refresh_groups_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
-    Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, insert_team_size_);
-    policy.set_scratch_size(
-        0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
-    Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), functor);
+    kernels::replay_insert(space, functor, chunks, insert_team_size_);
     inserted_ += config_.num_envs;
   }
 
@@ -117,7 +115,7 @@ class ReplayBuffer {
   void update_priorities(const ExecSpace& space, const index_view& indices,
                          const error_view& td_abs) {
     if (indices.extent(0) != td_abs.extent(0)) {
-      throw UsageError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
+      throw LogicError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
                        " indices but " + std::to_string(td_abs.extent(0)) + " td errors");
     }
     if (indices.extent(0) == 0 || size() == 0) return;
@@ -139,9 +137,7 @@ class ReplayBuffer {
     const int top = layout_.tree_shape.top();
     functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
     const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
-    Kokkos::TeamPolicy<ExecSpace> policy(space, league, update_team_size_);
-    policy.set_scratch_size(functor.scratch_level, Kokkos::PerTeam(scratch));
-    Kokkos::parallel_for("foxrl::Replay::update_priorities", compat::light(policy), functor);
+    kernels::replay_update_priorities(space, functor, league, update_team_size_, scratch);
   }
 
   /// Which tree level's nodes the priority update's teams own: the top
@@ -194,31 +190,21 @@ class ReplayBuffer {
   static constexpr std::size_t max_fast_scratch = 32 * 1024;
 
   static void validate(const ReplayConfig& c) {
-    auto fail = [](const std::string& field, const std::string& value, const std::string& why) {
-      throw UsageError("foxrl::ReplayConfig: " + field + " = " + value + ": " + why);
-    };
-    if (c.num_envs < 1) fail("num_envs", std::to_string(c.num_envs), "must be >= 1");
-    if (c.obs_dim < 1) fail("obs_dim", std::to_string(c.obs_dim), "must be >= 1");
-    if (c.n_step < 1) fail("n_step", std::to_string(c.n_step), "must be >= 1");
-    if (c.capacity < c.num_envs) {
-      fail("capacity", std::to_string(c.capacity), "must hold one insert (num_envs rows)");
-    }
-    if (c.capacity > (std::int64_t(1) << 30)) {
-      fail("capacity", std::to_string(c.capacity), "slots are 32-bit: at most 2^30");
-    }
-    if (c.max_batch < 1 || c.max_batch > max_batch_limit) {
-      fail("max_batch", std::to_string(c.max_batch), "must be in [1, 65536]");
-    }
-    if (!(c.alpha >= 0.0f)) fail("alpha", std::to_string(c.alpha), "must be >= 0");
-    if (!(c.eps > 0.0f)) fail("eps", std::to_string(c.eps), "must be > 0");
-    if (c.boundary_capacity < 0) {
-      fail("boundary_capacity", std::to_string(c.boundary_capacity), "must be >= 0");
-    }
+    const std::string owner = "foxrl::ReplayConfig";
+    require_at_least(owner, "num_envs", c.num_envs, 1);
+    require_at_least(owner, "obs_dim", c.obs_dim, 1);
+    require_at_least(owner, "n_step", c.n_step, 1);
+    require(c.capacity >= c.num_envs, owner, "capacity", c.capacity, "must hold one insert (num_envs rows)");
+    require(c.capacity <= (std::int64_t(1) << 30), owner, "capacity", c.capacity, "slots are 32-bit: at most 2^30");
+    require_in_range(owner, "max_batch", c.max_batch, 1, max_batch_limit);
+    require_at_least(owner, "alpha", c.alpha, 0.0f);
+    require_positive(owner, "eps", c.eps);
+    require_at_least(owner, "boundary_capacity", c.boundary_capacity, std::int64_t(0));
   }
 
   void check_batch(const TransitionBatch<memory_space>& b) const {
     auto fail = [](const std::string& field, std::size_t got, std::size_t want) {
-      throw UsageError("foxrl::ReplayBuffer::insert: TransitionBatch." + field + " has extent " +
+      throw LogicError("foxrl::ReplayBuffer::insert: TransitionBatch." + field + " has extent " +
                        std::to_string(got) + ", expected " + std::to_string(want));
     };
     const std::size_t n = static_cast<std::size_t>(config_.num_envs);
@@ -238,11 +224,11 @@ class ReplayBuffer {
   Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, float beta,
                                     const index_view& given, const char* label) {
     if (batch_size < 1 || batch_size > config_.max_batch) {
-      throw UsageError(std::string(label) + ": batch size " + std::to_string(batch_size) +
+      throw LogicError(std::string(label) + ": batch size " + std::to_string(batch_size) +
                        " outside [1, max_batch = " + std::to_string(config_.max_batch) + "]");
     }
     if (size() == 0) {
-      throw UsageError(std::string(label) + ": the replay buffer is empty");
+      throw LogicError(std::string(label) + ": the replay buffer is empty");
     }
     const auto rows = std::make_pair(0, batch_size);
     Batch<memory_space> out;
@@ -267,10 +253,7 @@ class ReplayBuffer {
     functor.batch_size = batch_size;
     functor.rows_per_team = sample_rows_per_team_;
     const int league = (batch_size + sample_rows_per_team_ - 1) / sample_rows_per_team_;
-    Kokkos::TeamPolicy<ExecSpace> policy(space, league, sample_team_size_);
-    policy.set_scratch_size(
-        0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(sample_rows_per_team_)));
-    Kokkos::parallel_for(label, compat::light(policy), functor);
+    kernels::replay_sample(space, functor, league, sample_team_size_, label);
     if (given.extent(0) == 0) ++sample_calls_;
     return out;
   }
@@ -312,7 +295,7 @@ class ReplayBuffer {
     Kokkos::deep_copy(space, s.max_priority, 1.0f);
     s.teams_done = Kokkos::View<std::int32_t, memory_space>(zeroed("teams_done"));
     s.batch_min_mass = Kokkos::View<std::int32_t, memory_space>(uninit("batch_min_mass"));
-    Kokkos::deep_copy(space, s.batch_min_mass, kernels::detail::float_bits(kernels::detail::no_mass));
+    Kokkos::deep_copy(space, s.batch_min_mass, kernels::replay_idle_batch_min_mass());
 
     const int B = config_.max_batch;
     batch_.states = typename Batch<memory_space>::matrix(uninit("batch_states"), B, D);

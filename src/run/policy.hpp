@@ -8,7 +8,7 @@
 //   // d.q.back() are the Q-values of {short, flat, long}, d.action.back() the greedy one
 
 #include "agents/dqn/dqn_learner.hpp"
-#include "kernels/market/decision_bars.hpp"
+#include "kernels/market/evaluation_kernels.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
@@ -104,7 +104,7 @@ class Policy {
     Kokkos::deep_copy(space, positions, position);
     for (int t0 = first_t; t0 <= bars; t0 += max_rows()) {
       const int n = std::min(max_rows(), bars + 1 - t0);
-      kernels::consecutive_decision_bars(space, times, t0, n);
+      kernels::decision_times(space, times, t0, n);
       auto rows = std::make_pair(0, n);
       auto raw_n = Kokkos::subview(raw, rows, Kokkos::ALL);
       kernels::build_observations(space, features.features(), obs_spec, Kokkos::subview(times, rows),

@@ -1,6 +1,7 @@
 #include "agents/dqn/dqn_checkpoint.hpp"
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "io/safetensors.hpp"
 
 #include <cstring>
@@ -21,14 +22,6 @@ std::vector<float>* buffer(DqnCheckpointHost& s, int i) {
 
 const std::vector<float>* buffer(const DqnCheckpointHost& s, int i) {
   return buffer(const_cast<DqnCheckpointHost&>(s), i);
-}
-
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::ostringstream s;
-  s << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << ']';
-  return s.str();
 }
 
 std::string hidden_string(const NetworkLayout& layout) {

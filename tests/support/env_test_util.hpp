@@ -1,8 +1,9 @@
 #pragma once
-// Helpers shared by the environment tests: host copies of device Views,
-// temporary files, and a float64 transcription of Gymnasium's CartPole.
+// Helpers shared by the environment tests: temporary files and a float64
+// transcription of Gymnasium's CartPole (and, through device_copy.hpp,
+// copies of Views between device and host).
 
-#include "core/compat.hpp"
+#include "support/device_copy.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -16,27 +17,6 @@
 #include <vector>
 
 namespace foxrl::test {
-
-/// A host copy of a device View (fences the instance: tests only).
-template <class ExecSpace, class V>
-auto to_host(const ExecSpace& space, const V& v) {
-  auto h = Kokkos::create_mirror(v);
-  Kokkos::deep_copy(space, h, v);
-  compat::fence(space, "foxrl::test::to_host");
-  return h;
-}
-
-/// A device View filled from a host vector.
-template <class ExecSpace, class T>
-Kokkos::View<T*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const std::vector<T>& v,
-                                                             const std::string& label = "foxrl::test::vector") {
-  Kokkos::View<T*, typename ExecSpace::memory_space> d(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label),
-                                                       v.size());
-  Kokkos::deep_copy(space, d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                  v.data(), v.size()));
-  compat::fence(space, "foxrl::test::to_device");
-  return d;
-}
 
 /// A fresh directory under the system temp dir, removed on destruction.
 class TempDir {

@@ -7,6 +7,7 @@
 #include "core/compat.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
 #include "views/nn/network_layout.hpp"
+#include "support/device_copy.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -110,40 +111,6 @@ inline RefBatch random_batch(int size, int obs_dim, int num_actions, std::uint32
   }
   return b;
 }
-
-/// Host copy of a device View (fences `space`).
-template <class Exec, class View>
-auto to_host(const Exec& space, const View& v) {
-  auto h = Kokkos::create_mirror_view(v);
-  Kokkos::deep_copy(space, h, v);
-  foxrl::compat::fence(space, "foxrl::test::copy");
-  return h;
-}
-
-/// Device View [rows, cols] (LayoutRight) holding `values`.
-template <class Exec>
-Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> to_device(const Exec& space,
-                                                                                  const std::vector<float>& values,
-                                                                                  int rows, int cols) {
-  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> d(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::matrix"), rows, cols);
-  Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
-      values.data(), rows, cols);
-  Kokkos::deep_copy(space, d, h);
-  foxrl::compat::fence(space, "foxrl::test::copy");
-  return d;
-}
-
-template <class Exec, class T>
-Kokkos::View<T*, typename Exec::memory_space> to_device(const Exec& space, const std::vector<T>& values) {
-  Kokkos::View<T*, typename Exec::memory_space> d(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::vector"), values.size());
-  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(values.data(), values.size());
-  Kokkos::deep_copy(space, d, h);
-  foxrl::compat::fence(space, "foxrl::test::copy");
-  return d;
-}
-
 
 /// A RefBatch as a device Batch (replay indices 0).
 template <class Exec>

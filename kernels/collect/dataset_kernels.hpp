@@ -1,0 +1,56 @@
+#pragma once
+// Kernels of DatasetRecorder (src/collect/dataset_recorder.hpp): one
+// iteration's observations, actions and step results into the rows
+// first .. first + N - 1 of the device dataset (rows past `total` are
+// dropped: the last iteration may be recorded in part).
+
+#include "views/envs/env_step.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl::kernels {
+
+/// out(first + i, :) = obs(i, :) for the N = num_envs rows of obs
+/// ("foxrl::DatasetRecorder::observations").
+template <class ExecSpace, class MemorySpace>
+void record_observations(const ExecSpace& space, const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& out,
+                         std::int64_t first, std::int64_t total, int num_envs,
+                         const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& obs) {
+  const int D = static_cast<int>(out.extent(1));
+  Kokkos::parallel_for(
+      "foxrl::DatasetRecorder::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D),
+      KOKKOS_LAMBDA(int idx) {
+        const int i = idx / D, j = idx % D;
+        if (first + i < total) out(first + i, j) = obs(i, j);
+      });
+}
+
+/// Row first + i of next, a, r, term, trunc = env i's action and step
+/// result ("foxrl::DatasetRecorder::step").
+template <class ExecSpace, class MemorySpace>
+void record_step(const ExecSpace& space, const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& next,
+                 const Kokkos::View<std::int32_t*, MemorySpace>& a, const Kokkos::View<float*, MemorySpace>& r,
+                 const Kokkos::View<std::uint8_t*, MemorySpace>& term,
+                 const Kokkos::View<std::uint8_t*, MemorySpace>& trunc, std::int64_t first, std::int64_t total,
+                 int num_envs, const Kokkos::View<const std::int32_t*, MemorySpace>& actions,
+                 const EnvStep<MemorySpace>& step) {
+  const int D = static_cast<int>(next.extent(1));
+  Kokkos::parallel_for(
+      "foxrl::DatasetRecorder::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D),
+      KOKKOS_LAMBDA(int idx) {
+        const int i = idx / D, j = idx % D;
+        const std::int64_t row = first + i;
+        if (row >= total) return;
+        next(row, j) = step.next_observations(i, j);
+        if (j == 0) {
+          a(row) = actions(i);
+          r(row) = step.rewards(i);
+          term(row) = step.terminated(i);
+          trunc(row) = step.truncated(i);
+        }
+      });
+}
+
+}  // namespace foxrl::kernels

@@ -1,0 +1,97 @@
+#pragma once
+// Epsilon-greedy action selection on the device: the exploration schedule,
+// the per-env decision (a pure function of (seed, env, global step), so the
+// host can recompute it) and the selection kernel of ActionSelector
+// (src/collect/action_selector.hpp).
+
+#include "core/compat.hpp"
+#include "kernels/core/counter_rng.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl {
+
+/// Exploration rate as a function of the global env step (env steps taken
+/// before the current iteration, summed over envs).
+///   linear:      max(end, start + (end - start) * step / decay_env_steps)   (BENCHMARKS.md)
+///   exponential: end + (start - end) * exp(-step / decay_env_steps)
+struct EpsilonSchedule {
+  enum class Kind { linear, exponential };
+  Kind kind = Kind::linear;
+  double start = 1.0;
+  double end = 0.05;
+  double decay_env_steps = 1e6;
+
+  KOKKOS_INLINE_FUNCTION double operator()(std::int64_t global_step) const {
+    const double s = static_cast<double>(global_step);
+    if (kind == Kind::exponential) return end + (start - end) * math::exp(-s / decay_env_steps);
+    const double e = start + (end - start) * s / decay_env_steps;
+    return e > end ? e : end;
+  }
+};
+
+namespace kernels {
+
+/// Index of the largest of q[0..A) (the first one on ties).
+template <class QRow>
+KOKKOS_INLINE_FUNCTION std::int32_t argmax_row(const QRow& q, int num_actions) {
+  std::int32_t best = 0;
+  float best_q = q(0);
+  for (int a = 1; a < num_actions; ++a) {
+    if (q(a) > best_q) {
+      best_q = q(a);
+      best = a;
+    }
+  }
+  return best;
+}
+
+/// The epsilon-greedy decision of env `env` at `global_step`: explore when
+/// the uniform draw (counter 2 g) is below epsilon, then take the uniform
+/// action drawn with counter 2 g + 1. Host and device give the same answer.
+KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_seed, int env,
+                                                          std::int64_t global_step, float epsilon,
+                                                          std::int32_t greedy, int num_actions) {
+  const auto g = static_cast<std::uint64_t>(global_step);
+  const auto e = static_cast<std::uint64_t>(env);
+  if (counter_uniform(explore_seed, e, 2 * g) < epsilon) {
+    return static_cast<std::int32_t>(
+        counter_index(explore_seed, e, 2 * g + 1, static_cast<std::uint32_t>(num_actions)));
+  }
+  return greedy;
+}
+
+/// actions[i] = epsilon-greedy around the argmax of q(i, :) (or greedy[i]
+/// when q is empty) with env i's draws at the global step (host_step, or
+/// read from device_step with epsilon from `schedule` there when eps < 0;
+/// 0 in greedy_mode). One launch, labelled `label`.
+template <class ExecSpace, class MemorySpace>
+void select_actions(const ExecSpace& space, const char* label,
+                    const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& q,
+                    const Kokkos::View<const std::int32_t*, MemorySpace>& greedy,
+                    const Kokkos::View<const std::int64_t, MemorySpace>& device_step, std::int64_t host_step,
+                    float eps, int num_actions, std::uint64_t explore_seed, const EpsilonSchedule& epsilon_schedule,
+                    bool greedy_only, const Kokkos::View<std::int32_t*, MemorySpace>& actions) {
+  const int A = num_actions;
+  const std::uint64_t seed = explore_seed;
+  const EpsilonSchedule schedule = epsilon_schedule;
+  const bool greedy_mode = greedy_only;
+  const bool from_q = q.data() != nullptr;
+  const int n = static_cast<int>(actions.extent(0));
+  Kokkos::parallel_for(
+      label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
+        std::int64_t step = host_step;
+        float e = eps;
+        if (e < 0) {
+          step = device_step();
+          e = greedy_mode ? 0.0f : static_cast<float>(schedule(step));
+        }
+        const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
+        actions(i) = e > 0 ? kernels::epsilon_greedy_action(seed, i, step, e, best, A) : best;
+      });
+}
+
+}  // namespace kernels
+}  // namespace foxrl

@@ -1,0 +1,35 @@
+#pragma once
+// Kernels of the market evaluation (src/market/market_evaluation.hpp) and
+// of inference over market bars (src/run/policy.hpp).
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl::kernels {
+
+/// Row t of the evaluation's series: rewards(t, k) = r(k) and
+/// positions(t, k) = actions(k) - 1 for every chunk k
+/// ("foxrl::Evaluation::record").
+template <class ExecSpace, class MemorySpace>
+void record_evaluation_step(const ExecSpace& space, int t, const Kokkos::View<float*, MemorySpace>& r,
+                            const Kokkos::View<std::int32_t*, MemorySpace>& a,
+                            const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& rw,
+                            const Kokkos::View<std::int32_t**, Kokkos::LayoutRight, MemorySpace>& pos) {
+  const int chunks = static_cast<int>(a.extent(0));
+  Kokkos::parallel_for(
+      "foxrl::Evaluation::record", Kokkos::RangePolicy<ExecSpace>(space, 0, chunks), KOKKOS_LAMBDA(int k) {
+        rw(t, k) = r(k);
+        pos(t, k) = a(k) - 1;
+      });
+}
+
+/// times(i) = t0 + i for i < n: the decision bars of one block of
+/// inference rows ("foxrl::Policy::times").
+template <class ExecSpace, class MemorySpace>
+void decision_times(const ExecSpace& space, const Kokkos::View<std::int32_t*, MemorySpace>& times, int t0, int n) {
+  Kokkos::parallel_for(
+      "foxrl::Policy::times", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(int i) { times(i) = t0 + i; });
+}
+
+}  // namespace foxrl::kernels

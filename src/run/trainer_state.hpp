@@ -137,12 +137,8 @@ void visit_trainer_tensors(Archive& a, const ExecSpace& space, const TrainerPart
   // last good snapshot a later restore would return to.
   if (p.guard != nullptr) {
     a.tensor(space, "guard.state", p.guard->state());
-    const auto& snap = p.guard->snapshot_weights();
-    a.tensor(space, "guard.snapshot_online", snap.online);
-    a.tensor(space, "guard.snapshot_target", snap.target);
-    a.tensor(space, "guard.snapshot_adam_m", snap.adam_m);
-    a.tensor(space, "guard.snapshot_adam_v", snap.adam_v);
-    a.tensor(space, "guard.snapshot_adam_step", snap.adam_step);
+    for (const auto& b : p.guard->snapshot_buffers()) a.tensor(space, "guard.snapshot_" + b.name, b.view);
+    a.tensor(space, "guard.snapshot_adam_step", p.guard->snapshot_step());
   }
 }
 

@@ -195,16 +195,14 @@ class Mlp {
   void backward_portable(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x,
                          const ConstMatrix<memory_space>& d_out, const flat& grads) {
     const int B = static_cast<int>(x.extent(0));
-    MutableMatrix<memory_space> dy(const_cast<float*>(d_out.data()), d_out.extent(0), d_out.extent(1));
+    ConstMatrix<memory_space> dy = d_out;
     int ping = 0;
     for (int l = layout_.num_layers - 1; l >= 0; --l) {
       const auto in = layer_input(x, l, B);
-      ops_->backward_weights(space, ConstMatrix<memory_space>(dy), in, layer_weight(grads, layout_, l),
-                             layer_bias(grads, layout_, l));
+      ops_->backward_weights(space, dy, in, layer_weight(grads, layout_, l), layer_bias(grads, layout_, l));
       if (l == 0) break;
       MutableMatrix<memory_space> dx(d_act_[ping].data(), B, layout_.layers[l].in);
-      ops_->backward_input(space, ConstMatrix<memory_space>(dy), ConstMatrix<memory_space>(layer_weight(params, layout_, l)),
-                           in, dx);
+      ops_->backward_input(space, dy, ConstMatrix<memory_space>(layer_weight(params, layout_, l)), in, dx);
       dy = dx;
       ping ^= 1;
     }

@@ -9,6 +9,7 @@
 #include "nn/adam_optimizer.hpp"
 #include "nn/parameter_file.hpp"
 #include "nn/target_network.hpp"
+#include "nn/training_guard.hpp"
 #include "reference_dqn.hpp"
 #include "test_spaces.hpp"
 
@@ -226,4 +227,47 @@ TEMPLATE_TEST_CASE("the gradient hook runs between compute_gradients and apply_g
     CHECK(worst_relative(foxrl::test::flat_host(space, learner.online().flat), expected) < 1e-6);
     CHECK_THROWS_AS(learner.apply_gradients(space), foxrl::LogicError);
   }
+}
+
+TEMPLATE_TEST_CASE("a guard over any named buffers restores them all in the optimizer launch", "[nn][guard]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const auto layout = foxrl::NetworkLayout::plain(5, {12}, 1);
+  foxrl::ParameterSet<Mem> v(space, layout, "foxrl::test::v");
+  foxrl::kernels::init_weights(space, v.flat, layout, 8, foxrl::InitScheme::torch_default);
+  foxrl::AdamOptimizer<Exec> adam(space, layout.total, foxrl::AdamHyper(), "foxrl::test::v");
+  foxrl::kernels::init_weights(space, adam.m(), layout, 9, foxrl::InitScheme::torch_default);
+  Kokkos::deep_copy(space, adam.step(), std::int64_t(3));
+  foxrl::GuardConfig config;
+  config.lr_decay = 0.25f;
+  foxrl::TrainingGuard<Exec> guard(space, {{"v", v.flat}, {"v_m", adam.m()}, {"v_v", adam.v()}}, adam.step(), config);
+  guard.snapshot(space, true);
+  const auto saved_v = foxrl::test::flat_host(space, v.flat), saved_m = foxrl::test::flat_host(space, adam.m());
+  REQUIRE(guard.snapshot_buffers().size() == 3);
+  CHECK(guard.snapshot_buffers()[1].name == "v_m");
+  CHECK(same_bits(foxrl::test::flat_host(space, guard.snapshot_buffers()[0].view), saved_v));
+
+  // A NaN weight: the decision restores, the optimizer launch copies back.
+  Kokkos::deep_copy(space, Kokkos::subview(v.flat, 0), std::nanf(""));
+  Kokkos::deep_copy(space, adam.m(), 0.5f);
+  Kokkos::deep_copy(space, adam.step(), std::int64_t(7));
+  const auto grads = foxrl::alloc_flat(space, layout, "foxrl::test::grads");
+  Kokkos::deep_copy(space, grads, 0.1f);
+  Kokkos::View<float*, Mem> metrics("foxrl::test::metrics", foxrl::LearnerMetrics::count);
+  Kokkos::View<float*, Mem> td("foxrl::test::td", 4);
+  foxrl::kernels::gradient_sq_norm_then(space, grads, v.flat, guard.decision(metrics));
+  adam.apply(space, v.flat, grads, metrics, {}, guard.step(td));
+  CHECK(same_bits(foxrl::test::flat_host(space, v.flat), saved_v));
+  CHECK(same_bits(foxrl::test::flat_host(space, adam.m()), saved_m));
+  CHECK(foxrl::test::to_host(space, adam.step())() == 3);
+  const auto c = guard.counters(space);
+  CHECK(c.restores == 1);
+  CHECK(c.lr_scale == 0.25);
+
+  const foxrl::FlatParams<Mem> shorter("foxrl::test::shorter", layout.total - 1);
+  CHECK_THROWS_AS(foxrl::TrainingGuard<Exec>(space, {{"v", v.flat}, {"x", shorter}}, adam.step(), config),
+                  foxrl::LogicError);
 }

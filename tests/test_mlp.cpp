@@ -170,7 +170,8 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         for (int l = 0; l < layout.num_layers; ++l) {
           const auto& s = layout.layers[l];
           for (int k = 0; k < 6; ++k) {
-            const std::size_t i = k % 2 == 0 ? s.weight_offset + pick() % s.weight_size() : s.bias_offset + pick() % s.out;
+            const std::size_t i =
+                k % 2 == 0 ? s.weight_offset + pick() % s.weight_size() : s.bias_offset + pick() % s.out;
             const double h = 1e-6;
             HostMlp plus = ref, minus = ref;
             plus.p[i] += h;

@@ -197,7 +197,8 @@ TEMPLATE_TEST_CASE("the gradient hook runs between compute_gradients and apply_g
     const auto before = foxrl::test::flat_host(space, learner.online().flat);
     int calls = 0;
     double grad_sum = 0.0;
-    learner.set_gradient_hook([&](const Exec& s, const foxrl::FlatParams<Mem>& grads, const Kokkos::View<float*, Mem>& metrics) {
+    learner.set_gradient_hook([&](const Exec& s, const foxrl::FlatParams<Mem>& grads,
+                                  const Kokkos::View<float*, Mem>& metrics) {
       ++calls;
       CHECK(grads.data() == learner.gradients().data());
       CHECK(metrics.data() == learner.metrics().data());

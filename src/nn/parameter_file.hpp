@@ -42,6 +42,8 @@ template <class ExecSpace>
 class ParameterFileWriter {
  public:
   using memory_space = typename ExecSpace::memory_space;
+  using host_flat = Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using host_step = Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   /// Queues a copy of `flat` (laid out by `layout`) as the set `prefix`.
   void add(const ExecSpace& space, const std::string& prefix, const NetworkLayout& layout,
@@ -61,15 +63,16 @@ class ParameterFileWriter {
     add(space, names.m, layout, adam.m());
     add(space, names.v, layout, adam.v());
     auto& step = counters_.emplace_back(0);
-    Kokkos::deep_copy(space, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
-                      adam.step());
+    Kokkos::deep_copy(space, host_step(&step), adam.step());
     const std::int64_t* value = &step;
     const std::string name = names.step;
-    parts_.push_back([name, value](safetensors::File& f) { f.tensors.push_back(safetensors::make_i64_scalar(name, *value)); });
+    parts_.push_back(
+        [name, value](safetensors::File& f) { f.tensors.push_back(safetensors::make_i64_scalar(name, *value)); });
   }
   /// A host counter as an I64 scalar.
   void add_counter(const std::string& name, std::int64_t value) {
-    parts_.push_back([name, value](safetensors::File& f) { f.tensors.push_back(safetensors::make_i64_scalar(name, value)); });
+    parts_.push_back(
+        [name, value](safetensors::File& f) { f.tensors.push_back(safetensors::make_i64_scalar(name, value)); });
   }
   /// The file's "__metadata__" strings.
   std::map<std::string, std::string>& metadata() { return metadata_; }
@@ -88,9 +91,7 @@ class ParameterFileWriter {
     if (from.extent(0) != to.size())
       throw LogicError("foxrl::ParameterFileWriter: a flat buffer of " + std::to_string(from.extent(0)) +
                        " floats for a layout of " + std::to_string(to.size()));
-    Kokkos::deep_copy(space,
-                      Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(to.data(), to.size()),
-                      from);
+    Kokkos::deep_copy(space, host_flat(to.data(), to.size()), from);
   }
 
   // deques: elements keep their addresses while more are added.

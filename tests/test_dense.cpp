@@ -1,7 +1,9 @@
 // The dense products (both backends) against float64 host loops, on shapes
 // that are not multiples of any tile size.
 #include "kernels/nn/adam.hpp"
-#include "kernels/nn/dense.hpp"
+#include "kernels/nn/relu_backward.hpp"
+#include "kernels/nn/small_dense.hpp"
+#include "nn/dense_ops.hpp"
 #include "core/execution_context.hpp"
 #include "support/reference_dqn.hpp"
 #include "nn/row_major_gemm.hpp"
@@ -60,15 +62,12 @@ TEMPLATE_TEST_CASE("dense kernels match float64 host products", "[dense]", FOXRL
       Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N), DX("foxrl::test::DX", M, K),
           DW("foxrl::test::DW", N, K);
       Kokkos::View<float*, Mem> DB("foxrl::test::DB", N);
+      // The products production runs: the tiled kernel, or RowMajorGemm
+      // (cuBLAS on CUDA) + epilogue kernels; the stacked input [X1; X2] on both.
+      foxrl::DenseOps<Exec> ops(space, backend);
       for (const bool relu : {false, true}) {
-        if (backend == foxrl::DenseBackend::portable)
-          foxrl::kernels::dense_forward(space, backend, foxrl::ConstMatrix<Mem>(X1), foxrl::ConstMatrix<Mem>(X2),
-                                        foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(Bv), relu,
-                                        foxrl::MutableMatrix<Mem>(Y));
-        else
-          foxrl::kernels::dense_forward(space, backend, foxrl::ConstMatrix<Mem>(X), foxrl::ConstMatrix<Mem>(),
-                                        foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(Bv), relu,
-                                        foxrl::MutableMatrix<Mem>(Y));
+        ops.forward(space, foxrl::ConstMatrix<Mem>(X1), foxrl::ConstMatrix<Mem>(X2), foxrl::ConstMatrix<Mem>(W),
+                    foxrl::ConstVector<Mem>(Bv), relu, foxrl::MutableMatrix<Mem>(Y));
         const auto y = foxrl::test::to_host(space, Y);
         double worst = 0.0;
         for (int m = 0; m < M; ++m)
@@ -82,10 +81,10 @@ TEMPLATE_TEST_CASE("dense kernels match float64 host products", "[dense]", FOXRL
         CHECK(worst < tolerance);
       }
 
-      foxrl::kernels::dense_backward_input(space, backend, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(W),
-                                           foxrl::ConstMatrix<Mem>(MASK), foxrl::MutableMatrix<Mem>(DX));
-      foxrl::kernels::dense_backward_weights(space, backend, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(X),
-                                             foxrl::MutableMatrix<Mem>(DW), foxrl::MutableVector<Mem>(DB));
+      ops.backward_input(space, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(W), foxrl::ConstMatrix<Mem>(MASK),
+                         foxrl::MutableMatrix<Mem>(DX));
+      ops.backward_weights(space, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(X), foxrl::MutableMatrix<Mem>(DW),
+                           foxrl::MutableVector<Mem>(DB));
       const auto dx = foxrl::test::to_host(space, DX);
       const auto dw = foxrl::test::to_host(space, DW);
       const auto db = foxrl::test::to_host(space, DB);

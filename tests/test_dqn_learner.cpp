@@ -305,7 +305,7 @@ TEMPLATE_TEST_CASE("Adam with clipping and weight decay matches a float64 refere
       hyper.weight_decay_mode = c.mode;
       hyper.max_grad_norm = c.max_norm;
       auto params = foxrl::test::to_device(space, p0);
-      foxrl::FlatParams<Mem> m("foxrl::test::m", P), v("foxrl::test::v", P), target;
+      foxrl::FlatParams<Mem> m("foxrl::test::m", P), v("foxrl::test::v", P);
       Kokkos::View<std::int64_t, Mem> step("foxrl::test::step");
       Kokkos::View<float*, Mem> metrics("foxrl::test::metrics", foxrl::LearnerMetrics::count);
       std::vector<double> rp(p0.begin(), p0.end()), rm(P, 0.0), rv(P, 0.0);
@@ -316,7 +316,7 @@ TEMPLATE_TEST_CASE("Adam with clipping and weight decay matches a float64 refere
         auto grads = foxrl::test::to_device(space, g);
         Kokkos::deep_copy(space, step, std::int64_t(t));
         foxrl::kernels::gradient_sq_norm(space, grads, metrics);
-        foxrl::kernels::adam_update(space, hyper, params, grads, m, v, step, metrics, target, 0.0f);
+        foxrl::kernels::adam_update(space, hyper, params, grads, m, v, step, metrics);
         // float64 reference: torch.nn.utils.clip_grad_norm_ then torch.optim.Adam/AdamW.
         double norm = 0.0;
         for (const float x : g) norm += double(x) * x;

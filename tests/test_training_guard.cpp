@@ -122,7 +122,7 @@ TEMPLATE_TEST_CASE("a good update through the guard is the unguarded optimizer s
     Kokkos::deep_copy(space, step, w.adam_step);
     Kokkos::View<float*, Mem> metrics("foxrl::test::metrics", foxrl::LearnerMetrics::count);
     foxrl::kernels::gradient_sq_norm(space, g, metrics);
-    foxrl::kernels::adam_update(space, config.adam(), p, g, m, v, step, metrics, foxrl::FlatParams<Mem>(), 0.0f);
+    foxrl::kernels::adam_update(space, config.adam(), p, g, m, v, step, metrics);
 
     learner.apply_gradients(space);
     const auto after = capture(space, w);

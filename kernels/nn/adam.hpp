@@ -10,7 +10,8 @@
 #include "views/nn/guard_state.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "kernels/core/reduce_scratch.hpp"
-#include "views/nn/weights.hpp"
+#include "kernels/core/team_tree_sum.hpp"
+#include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -103,7 +104,7 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
   const std::size_t n = grads.extent(0);
   const bool scan = params.extent(0) > 0;
   if (scan && params.extent(0) != n)
-    throw Error("foxrl::kernels::gradient_sq_norm_then: params and grads differ in length");
+    throw LogicError("foxrl::kernels::gradient_sq_norm_then: params and grads differ in length");
   const int sums = scan ? 2 : 1;
   int teams = gradient_norm_teams<ExecSpace>(n);
   if (!scratch.holds(std::size_t(teams) * sums, 1)) teams = 1;
@@ -128,14 +129,7 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
         }
         partial[rank] = acc;
         if (scan) partial[size + rank] = bad;
-        int width = 1;
-        while (width < size) width *= 2;
-        for (int half = width / 2; half > 0; half /= 2) {
-          team.team_barrier();
-          if (rank < half && rank + half < size)
-            for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
-        }
-        team.team_barrier();
+        team_tree_sum(team, partial, sums, size);
         const int league = team.league_size();
         if (league == 1) {
           if (rank == 0) finish(partial[0], scan ? partial[size] : 0.0f);
@@ -163,13 +157,18 @@ void gradient_sq_norm(const ExecSpace& space, const FlatParams<MemorySpace>& gra
 
 /// The training guard's side of an optimizer step (src/nn/training_guard.hpp):
 /// the verdict and learning-rate scale its decision left in `state`, the
-/// snapshot a restore copies back, and the td errors a rejected update
-/// invalidates. Default-constructed: no guard (every step applied at the
-/// configured learning rate).
+/// guarded buffers a restore copies back from their snapshots, and the td
+/// errors a rejected update invalidates. Default-constructed: no guard
+/// (every step applied at the configured learning rate).
 template <class MemorySpace>
 struct GuardedStep {
+  /// Most buffers one guard restores (e.g. online, target, m, v).
+  static constexpr int max_buffers = 8;
   Kokkos::View<const double*, MemorySpace> state;  ///< GuardState slots
-  FlatParams<MemorySpace> snapshot_online, snapshot_target, snapshot_m, snapshot_v;
+  int buffers = 0;
+  std::size_t length = 0;                   ///< elements of every guarded buffer
+  float* live[max_buffers] = {};            ///< restored in place ...
+  float* saved[max_buffers] = {};           ///< ... from these snapshots
   /// Rewritten when the update is rejected: it taught nothing, so healthy
   /// rows get keep_priority_td (a spike's outsized errors would otherwise
   /// dominate sampling) and rows with their own non-finite td error keep it
@@ -177,39 +176,48 @@ struct GuardedStep {
   Kokkos::View<float*, MemorySpace> td_errors;
 };
 
+/// Where an optimizer step also updates a target network: target =
+/// tau * p + (1 - tau) * target when tau > 0; tau >= 1 is the hard copy
+/// target = p, as an assignment so nothing of the old target survives
+/// (0 x NaN would). Default: no target update.
+template <class MemorySpace>
+struct TargetUpdate {
+  FlatParams<MemorySpace> target;
+  float tau = 0.0f;
+};
+
 /// Clip + Adam (+ Polyak) in one pass over the flat buffers. `step` must
 /// already count this step (t >= 1); metrics(grad_sq) must hold the squared
-/// gradient norm; metrics(grad_norm) receives its root. `target` is updated
-/// as tau * p + (1 - tau) * target when tau > 0 (pass an empty View
-/// otherwise); tau >= 1 is the hard copy target = p, as an assignment so
-/// nothing of the old target survives (0 x NaN would). Torch's formulas
+/// gradient norm; metrics(grad_norm) receives its root. `target` (see
+/// TargetUpdate) is updated in the same pass. Torch's formulas
 /// (single-tensor Adam), bias corrections in double. Each thread derives
 /// the step's scalars (clip coefficient, bias corrections) once and applies
 /// them to several elements. With a `guard`, its verdict decides: apply
 /// (at lr x lr_scale), skip (nothing written, target included), or restore
-/// (online, target and Adam moments copied from the snapshot; the guard's
+/// (every guarded buffer copied back from its snapshot; the guard's
 /// decision already reset the step counter).
 template <class ExecSpace, class MemorySpace>
 void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParams<MemorySpace>& params,
                  const FlatParams<MemorySpace>& grads, const FlatParams<MemorySpace>& m,
                  const FlatParams<MemorySpace>& v, const Kokkos::View<std::int64_t, MemorySpace>& step,
-                 const Kokkos::View<float*, MemorySpace>& metrics, const FlatParams<MemorySpace>& target,
-                 float polyak_tau, const GuardedStep<MemorySpace>& guard = GuardedStep<MemorySpace>()) {
+                 const Kokkos::View<float*, MemorySpace>& metrics,
+                 const TargetUpdate<MemorySpace>& target_update = TargetUpdate<MemorySpace>(),
+                 const GuardedStep<MemorySpace>& guard = GuardedStep<MemorySpace>()) {
   using T = OptimizerTiling<ExecSpace>;
   constexpr bool host = T::team_size == 1;
   const AdamHyper h = hyper;
   const std::size_t n = params.extent(0);
-  const bool polyak = polyak_tau > 0.0f && target.extent(0) == n;
-  const bool copy = polyak && polyak_tau >= 1.0f;
-  const float tau = polyak_tau;
+  if (grads.extent(0) != n || m.extent(0) != n || v.extent(0) != n)
+    throw LogicError("foxrl::kernels::adam_update: params, grads and moments differ in length");
+  const auto target = target_update.target;
+  const bool polyak = target_update.tau > 0.0f && target.extent(0) == n;
+  const bool copy = polyak && target_update.tau >= 1.0f;
+  const float tau = target_update.tau;
   const bool guarded = guard.state.extent(0) > 0;
-  const bool restore_target = guarded && target.extent(0) == n && guard.snapshot_target.extent(0) == n;
-  if (guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.snapshot_online.extent(0) != n ||
-                  guard.snapshot_m.extent(0) != n || guard.snapshot_v.extent(0) != n))
-    throw Error("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
+  if (guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.length != n))
+    throw LogicError("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
   const auto gs = guard.state;
-  const auto snap_p = guard.snapshot_online, snap_t = guard.snapshot_target;
-  const auto snap_m = guard.snapshot_m, snap_v = guard.snapshot_v;
+  const GuardedStep<MemorySpace> g = guard;
   const auto td = guard.td_errors;
   const std::size_t rows = td.extent(0);
   const std::size_t threads = (n + T::adam_per_thread - 1) / T::adam_per_thread;
@@ -232,14 +240,9 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
             const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
             for (std::size_t i = t; i < rows; i += threads)
               if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
-            if (verdict == GuardState::restore) {
-              for (std::size_t i = begin; i < end; i += stride) {
-                params(i) = snap_p(i);
-                m(i) = snap_m(i);
-                v(i) = snap_v(i);
-                if (restore_target) target(i) = snap_t(i);
-              }
-            }
+            if (verdict == GuardState::restore)
+              for (std::size_t i = begin; i < end; i += stride)
+                for (int b = 0; b < g.buffers; ++b) g.live[b][i] = g.saved[b][i];
             return;
           }
           lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));

@@ -7,7 +7,8 @@
 #include "core/compat.hpp"
 #include "views/nn/guard_state.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
-#include "views/nn/weights.hpp"
+#include "kernels/nn/adam.hpp"
+#include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -35,8 +36,8 @@ template <class MemorySpace>
 struct GuardDecision {
   Kokkos::View<double*, MemorySpace> state;  ///< GuardState slots
   Kokkos::View<float*, MemorySpace> metrics;
-  Kokkos::View<std::int64_t, MemorySpace> adam_step;
-  Kokkos::View<std::int64_t, MemorySpace> snapshot_step;
+  Kokkos::View<std::int64_t, MemorySpace> adam_step;      ///< the optimizer's step counter (may be empty)
+  Kokkos::View<std::int64_t, MemorySpace> snapshot_step;  ///< its snapshot
   double spike_factor = 100.0;
   int max_bad = 5;
   double lr_decay = 0.5;
@@ -75,11 +76,11 @@ struct GuardDecision {
       state(GuardState::lr_scale) *= lr_decay;
       state(GuardState::losses) = 0.0;
       state(GuardState::ring_next) = 0.0;
-      adam_step() = snapshot_step();
+      if (adam_step.data() != nullptr) adam_step() = snapshot_step();
     } else {
       state(GuardState::verdict) = GuardState::skip;
       state(GuardState::consecutive_bad) = streak;
-      adam_step() -= 1;
+      if (adam_step.data() != nullptr) adam_step() -= 1;
     }
   }
 
@@ -120,27 +121,25 @@ struct GuardDecision {
   }
 };
 
-/// Copies online, target, Adam moments and step counter into the snapshot,
-/// on the device: unless `force`, only when the last update was applied (or
-/// restored), i.e. its weights, loss and gradient were finite and no
-/// rejection streak is under way; otherwise the previous snapshot stays.
+/// Copies every guarded buffer (`pairs.live[b]` -> `pairs.saved[b]`) and
+/// the step counter into the snapshot, on the device: unless `force`, only
+/// when the last update was applied (or restored), i.e. its weights, loss
+/// and gradient were finite and no rejection streak is under way; otherwise
+/// the previous snapshot stays. One launch for all buffers.
 template <class ExecSpace, class MemorySpace>
 void guard_snapshot(const ExecSpace& space, const Kokkos::View<double*, MemorySpace>& state,
-                    const Weights<MemorySpace>& from, const Weights<MemorySpace>& to, bool force) {
-  const std::size_t n = from.online.extent(0);
+                    const GuardedStep<MemorySpace>& pairs, const Kokkos::View<std::int64_t, MemorySpace>& step,
+                    const Kokkos::View<std::int64_t, MemorySpace>& snap_step, bool force) {
+  const std::size_t n = pairs.length;
   const auto s = state;
-  const auto p = from.online, t = from.target, m = from.adam_m, v = from.adam_v;
-  const auto sp = to.online, st = to.target, sm = to.adam_m, sv = to.adam_v;
-  const auto step = from.adam_step, snap_step = to.adam_step;
+  const GuardedStep<MemorySpace> g = pairs;
+  const bool count_step = step.data() != nullptr;
   Kokkos::parallel_for(
       "foxrl::kernels::guard_snapshot", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::size_t i) {
         if (!force && s(GuardState::consecutive_bad) != 0.0) return;
-        sp(i) = p(i);
-        st(i) = t(i);
-        sm(i) = m(i);
-        sv(i) = v(i);
+        for (int b = 0; b < g.buffers; ++b) g.saved[b][i] = g.live[b][i];
         if (i == 0) {
-          snap_step() = step();
+          if (count_step) snap_step() = step();
           s(GuardState::snapshots) += 1.0;
         }
       });

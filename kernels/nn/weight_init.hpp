@@ -5,7 +5,7 @@
 // weights for the same seed.
 
 #include "views/nn/network_layout.hpp"
-#include "views/nn/weights.hpp"
+#include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
 

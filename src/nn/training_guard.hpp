@@ -14,12 +14,13 @@
 #include "core/error.hpp"
 #include "views/nn/guard_state.hpp"
 #include "kernels/nn/guard_kernels.hpp"
-#include "views/nn/weights.hpp"
+#include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace foxrl {
 
@@ -66,51 +67,69 @@ struct GuardCounters {
   }
 };
 
+/// One buffer the guard snapshots and restores: a name (the trainer's state
+/// file calls the copy "guard.snapshot_<name>") and the flat View.
+template <class MemorySpace>
+struct GuardedBuffer {
+  std::string name;
+  FlatParams<MemorySpace> view;
+};
+
+/// The guard over a list of flat parameter buffers of one length (e.g. a
+/// learner's online, target and optimizer moments) plus an optimizer step
+/// counter; see the file comment.
 template <class ExecSpace>
 class TrainingGuard {
  public:
   using memory_space = typename ExecSpace::memory_space;
   using state_view = Kokkos::View<double*, memory_space>;
+  using step_view = Kokkos::View<std::int64_t, memory_space>;
 
   TrainingGuard() = default;
 
-  /// Device state (learning-rate scale 1, counters 0) and snapshot buffers
-  /// for `layout`; the first snapshot is the caller's (snapshot(..., true)).
-  TrainingGuard(const ExecSpace& space, const NetworkLayout& layout, const GuardConfig& config) : config_(config) {
+  /// Device state (learning-rate scale 1, counters 0) and a snapshot buffer
+  /// for each of `buffers` (all of one length, at most
+  /// GuardedStep::max_buffers) and for `step` (may be empty: no counter);
+  /// the first snapshot is the caller's (snapshot(..., true)).
+  TrainingGuard(const ExecSpace& space, const std::vector<GuardedBuffer<memory_space>>& buffers, const step_view& step,
+                const GuardConfig& config)
+      : config_(config), live_(buffers), step_(step) {
     config_.validate();
+    if (buffers.empty() || buffers.size() > std::size_t(kernels::GuardedStep<memory_space>::max_buffers))
+      throw LogicError("foxrl::TrainingGuard: guards 1 to " +
+                       std::to_string(kernels::GuardedStep<memory_space>::max_buffers) + " buffers, got " +
+                       std::to_string(buffers.size()));
+    for (const auto& b : buffers)
+      if (b.view.extent(0) != buffers[0].view.extent(0))
+        throw LogicError("foxrl::TrainingGuard: buffer '" + b.name + "' has " + std::to_string(b.view.extent(0)) +
+                         " elements, '" + buffers[0].name + "' " + std::to_string(buffers[0].view.extent(0)));
     state_ = state_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::state"), GuardState::count);
     Kokkos::deep_copy(space, Kokkos::subview(state_, int(GuardState::lr_scale)), 1.0);
-    snapshot_.layout = layout;
-    auto flat = [&](const char* name) {
-      return FlatParams<memory_space>(Kokkos::view_alloc(space, std::string("foxrl::TrainingGuard::") + name),
-                                      layout.total);
-    };
-    snapshot_.online = flat("snapshot_online");
-    snapshot_.target = flat("snapshot_target");
-    snapshot_.adam_m = flat("snapshot_adam_m");
-    snapshot_.adam_v = flat("snapshot_adam_v");
-    snapshot_.adam_step =
-        Kokkos::View<std::int64_t, memory_space>(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_step"));
+    for (const auto& b : buffers)
+      saved_.push_back({b.name, FlatParams<memory_space>(
+                                    Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_" + b.name),
+                                    b.view.extent(0))});
+    snapshot_step_ = step_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_step"));
   }
 
-  /// Queues a snapshot of `weights` (online, target, Adam state) on
-  /// `space`: taken on the device only if the last update was applied, so
-  /// a snapshot never captures a state the guard has doubts about; `force`
+  /// Queues a snapshot of the guarded buffers and step counter on `space`:
+  /// taken on the device only if the last update was applied, so a
+  /// snapshot never captures a state the guard has doubts about; `force`
   /// takes it regardless (fresh or loaded weights). One launch; callers
   /// take it at a coarse cadence (the trainer: once per epoch), since
-  /// restores are rare and a snapshot copies four parameter buffers.
-  void snapshot(const ExecSpace& space, const Weights<memory_space>& weights, bool force = false) const {
-    kernels::guard_snapshot(space, state_, weights, snapshot_, force);
+  /// restores are rare and a snapshot copies every guarded buffer.
+  void snapshot(const ExecSpace& space, bool force = false) const {
+    if (!state_.data()) throw LogicError("foxrl::TrainingGuard::snapshot: a default-constructed guard");
+    kernels::guard_snapshot(space, state_, pairs(), step_, snapshot_step_, force);
   }
 
   /// The decision functor for gradient_sq_norm_then.
-  kernels::GuardDecision<memory_space> decision(const Kokkos::View<float*, memory_space>& metrics,
-                                                const Kokkos::View<std::int64_t, memory_space>& adam_step) const {
+  kernels::GuardDecision<memory_space> decision(const Kokkos::View<float*, memory_space>& metrics) const {
     kernels::GuardDecision<memory_space> d;
     d.state = state_;
     d.metrics = metrics;
-    d.adam_step = adam_step;
-    d.snapshot_step = snapshot_.adam_step;
+    d.adam_step = step_;
+    d.snapshot_step = snapshot_step_;
     d.spike_factor = static_cast<double>(config_.spike_factor);
     d.max_bad = config_.max_bad;
     d.lr_decay = static_cast<double>(config_.lr_decay);
@@ -119,12 +138,8 @@ class TrainingGuard {
 
   /// What adam_update needs to carry out the verdict.
   kernels::GuardedStep<memory_space> step(const Kokkos::View<float*, memory_space>& td_errors) const {
-    kernels::GuardedStep<memory_space> g;
+    kernels::GuardedStep<memory_space> g = pairs();
     g.state = state_;
-    g.snapshot_online = snapshot_.online;
-    g.snapshot_target = snapshot_.target;
-    g.snapshot_m = snapshot_.adam_m;
-    g.snapshot_v = snapshot_.adam_v;
     g.td_errors = td_errors;
     return g;
   }
@@ -139,28 +154,40 @@ class TrainingGuard {
   }
 
   const state_view& state() const { return state_; }
-  /// The last good state (grads unallocated).
-  const Weights<memory_space>& snapshot_weights() const { return snapshot_; }
+  /// The last good state: one snapshot buffer per guarded buffer, same
+  /// names, same order.
+  const std::vector<GuardedBuffer<memory_space>>& snapshot_buffers() const { return saved_; }
+  /// The step counter's snapshot.
+  const step_view& snapshot_step() const { return snapshot_step_; }
   const GuardConfig& config() const { return config_; }
 
  private:
+  kernels::GuardedStep<memory_space> pairs() const {
+    kernels::GuardedStep<memory_space> g;
+    g.buffers = static_cast<int>(live_.size());
+    g.length = live_.empty() ? 0 : live_[0].view.extent(0);
+    for (std::size_t b = 0; b < live_.size(); ++b) {
+      g.live[b] = live_[b].view.data();
+      g.saved[b] = saved_[b].view.data();
+    }
+    return g;
+  }
+
   GuardConfig config_;
   state_view state_;
-  Weights<memory_space> snapshot_;
+  std::vector<GuardedBuffer<memory_space>> live_, saved_;
+  step_view step_, snapshot_step_;
 
  public:
   /// The guard in a trainer state (guard.*): learning-rate scale, counters,
-  /// loss window, and the last good snapshot a later restore returns to.
-  /// `a` is a StateWriter or a StateReader (which writes the device data
-  /// behind these handles).
+  /// loss window, and the last good snapshot a later restore returns to
+  /// (one tensor per guarded buffer, named after it). `a` is a StateWriter
+  /// or a StateReader (which writes the device data behind these handles).
   template <class Archive>
   void visit_state(Archive& a, const ExecSpace& space) const {
     a.tensor(space, "guard.state", state_);
-    a.tensor(space, "guard.snapshot_online", snapshot_.online);
-    a.tensor(space, "guard.snapshot_target", snapshot_.target);
-    a.tensor(space, "guard.snapshot_adam_m", snapshot_.adam_m);
-    a.tensor(space, "guard.snapshot_adam_v", snapshot_.adam_v);
-    a.tensor(space, "guard.snapshot_adam_step", snapshot_.adam_step);
+    for (const auto& b : saved_) a.tensor(space, "guard.snapshot_" + b.name, b.view);
+    a.tensor(space, "guard.snapshot_adam_step", snapshot_step_);
   }
 };
 

@@ -3,7 +3,7 @@
 // the verdict on the current update, the learning-rate scale, the counters,
 // and the recent losses of applied updates (insertion-ordered ring plus the
 // same values kept sorted, so the running median is two loads). Written by
-// one device thread per update (kernels/training_guard.hpp); read by the
+// one device thread per update (kernels/nn/guard_kernels.hpp); read by the
 // optimizer kernel and copied to the host when a run logs.
 
 namespace foxrl {

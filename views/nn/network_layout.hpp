@@ -1,12 +1,15 @@
 #pragma once
-// NetworkLayout: where each parameter tensor of the Q-network lives inside
-// one flat float View. The network is an MLP trunk (Linear + ReLU per hidden
-// layer) followed by one Linear "head" layer with 1 + num_actions outputs
-// (the value V and the advantages A of the dueling head).
+// NetworkLayout: where each parameter tensor of an MLP lives inside one flat
+// float View. The network is a trunk (Linear + ReLU per hidden layer)
+// followed by one Linear "head" layer, of one of two kinds:
+//   plain    N outputs used as they are (a value V with N = 1, policy
+//            logits with N = A);
+//   dueling  1 + A outputs [V, A_0..A_{A-1}] combined as Q = V + A - mean A.
 //
-// Every parameter buffer (online, target, gradients, Adam moments) shares
-// this layout, so element-wise kernels (Adam, Polyak, clipping) run over the
-// flat View in one launch, while the dense kernels see per-layer matrices.
+// Every parameter buffer of a network (parameters, target copy, gradients,
+// optimizer moments) shares this layout, so element-wise kernels (Adam,
+// Polyak, clipping) run over the flat View in one launch, while the dense
+// kernels see per-layer matrices.
 
 #include "core/error.hpp"
 
@@ -32,8 +35,14 @@ struct DenseLayerShape {
   }
 };
 
-/// Shapes and offsets of every layer of the Q-network; host-side value type
-/// that is also cheap to copy into kernels (fixed capacity, no heap).
+/// What the head layer's outputs mean (see the file comment).
+enum class HeadKind {
+  plain,    ///< N outputs, used as they are
+  dueling,  ///< 1 + A outputs [V, A...], Q = V + A - mean A
+};
+
+/// Shapes and offsets of every layer of an MLP; host-side value type that is
+/// also cheap to copy into kernels (fixed capacity, no heap).
 struct NetworkLayout {
   /// Trunk layers plus the head.
   static constexpr int max_layers = 8;
@@ -42,19 +51,24 @@ struct NetworkLayout {
   static constexpr std::size_t alignment = 32;
 
   int obs_dim = 0;
+  /// Outputs of the network after the head's combination: the actions of a
+  /// dueling head, the N outputs of a plain one.
   int num_actions = 0;
+  HeadKind head_kind = HeadKind::dueling;
   int num_layers = 0;  ///< trunk layers + 1 (the head)
   DenseLayerShape layers[max_layers] = {};
   std::size_t total = 0;  ///< elements of the flat View, padding included
 
   NetworkLayout() = default;
 
-  /// Layout of obs_dim -> hidden[0] -> ... -> hidden[n-1] -> (1 + num_actions).
-  NetworkLayout(int obs_dim_, const std::vector<int>& hidden, int num_actions_)
-      : obs_dim(obs_dim_), num_actions(num_actions_) {
+  /// Layout of obs_dim -> hidden[0] -> ... -> hidden[n-1] -> head: a
+  /// dueling head has 1 + outputs outputs, a plain one `outputs`.
+  NetworkLayout(int obs_dim_, const std::vector<int>& hidden, int outputs, HeadKind kind = HeadKind::dueling)
+      : obs_dim(obs_dim_), num_actions(outputs), head_kind(kind) {
     if (obs_dim_ <= 0) throw UsageError("foxrl::NetworkLayout: obs_dim must be > 0, got " + std::to_string(obs_dim_));
-    if (num_actions_ <= 0)
-      throw UsageError("foxrl::NetworkLayout: num_actions must be > 0, got " + std::to_string(num_actions_));
+    if (outputs <= 0)
+      throw UsageError(std::string("foxrl::NetworkLayout: ") + (kind == HeadKind::dueling ? "num_actions" : "outputs") +
+                       " must be > 0, got " + std::to_string(outputs));
     if (static_cast<int>(hidden.size()) + 1 > max_layers)
       throw UsageError("foxrl::NetworkLayout: at most " + std::to_string(max_layers - 1) +
                        " hidden layers, got " + std::to_string(hidden.size()));
@@ -76,12 +90,22 @@ struct NetworkLayout {
                          std::to_string(hidden[i]));
       add(hidden[i]);
     }
-    add(1 + num_actions_);
+    add(head_outputs());
     total = offset;
   }
 
+  /// A plain-head MLP obs_dim -> hidden... -> outputs.
+  static NetworkLayout plain(int obs_dim_, const std::vector<int>& hidden, int outputs) {
+    return NetworkLayout(obs_dim_, hidden, outputs, HeadKind::plain);
+  }
+  /// A dueling-head MLP with `actions` Q-values.
+  static NetworkLayout dueling(int obs_dim_, const std::vector<int>& hidden, int actions) {
+    return NetworkLayout(obs_dim_, hidden, actions, HeadKind::dueling);
+  }
+
   int num_hidden() const { return num_layers - 1; }
-  int head_outputs() const { return 1 + num_actions; }
+  /// Width of the head layer: 1 + num_actions (dueling) or num_actions (plain).
+  int head_outputs() const { return head_kind == HeadKind::dueling ? 1 + num_actions : num_actions; }
   const DenseLayerShape& head() const { return layers[num_layers - 1]; }
   /// Widest layer output (for activation scratch).
   int max_width() const {
@@ -100,21 +124,24 @@ struct NetworkLayout {
   std::string module_name(int l) const {
     return l == num_layers - 1 ? std::string("head") : "trunk." + std::to_string(2 * l);
   }
-  /// Short description for logs and benchmarks, e.g. "65-512-512-dueling(3)".
+  /// Short description for logs and benchmarks, e.g. "65-512-512-dueling(3)"
+  /// or "5-120-84-linear(1)".
   std::string describe() const {
     std::string s = std::to_string(obs_dim);
     for (int l = 0; l + 1 < num_layers; ++l) {
       s += '-';
       s += std::to_string(layers[l].out);
     }
-    s += "-dueling(";
+    s += head_kind == HeadKind::dueling ? "-dueling(" : "-linear(";
     s += std::to_string(num_actions);
     s += ')';
     return s;
   }
 
   friend bool operator==(const NetworkLayout& a, const NetworkLayout& b) {
-    if (a.obs_dim != b.obs_dim || a.num_actions != b.num_actions || a.num_layers != b.num_layers) return false;
+    if (a.obs_dim != b.obs_dim || a.num_actions != b.num_actions || a.head_kind != b.head_kind ||
+        a.num_layers != b.num_layers)
+      return false;
     for (int l = 0; l < a.num_layers; ++l)
       if (a.layers[l].in != b.layers[l].in || a.layers[l].out != b.layers[l].out) return false;
     return true;

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "kernels/core/reduce_scratch.hpp"
+#include "kernels/core/team_tree_sum.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -130,14 +131,7 @@ struct DqnLossFunctor {
     partial[rank] = loss_sum;
     partial[size + rank] = q_sum;
     partial[2 * size + rank] = td_sum;
-    int width = 1;
-    while (width < size) width *= 2;
-    for (int half = width / 2; half > 0; half /= 2) {
-      team.team_barrier();
-      if (rank < half && rank + half < size)
-        for (int s = 0; s < sums; ++s) partial[s * size + rank] += partial[s * size + rank + half];
-    }
-    team.team_barrier();
+    team_tree_sum(team, partial, sums, size);
     if (teams == 1) {
       if (rank == 0) finish([&](int s) { return partial[s * size]; });
       return;
@@ -183,7 +177,7 @@ void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memo
   if (f.batch == 0) return;
   if (args.head_bias_grad.data() != nullptr) {
     if (args.head_bias_grad.extent(0) != std::size_t(f.num_actions + 1))
-      throw Error("foxrl::kernels::dqn_loss: head_bias_grad must have 1 + num_actions entries");
+      throw LogicError("foxrl::kernels::dqn_loss: head_bias_grad must have 1 + num_actions entries");
     f.sums = F::base_sums + f.num_actions + 1;
   }
   const auto need = dqn_loss_scratch<ExecSpace>(f.batch, f.num_actions + 1);

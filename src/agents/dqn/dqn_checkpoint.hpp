@@ -4,37 +4,31 @@
 // "online.head.weight", "online.head.bias", the same under "target.",
 // "adam_m." and "adam_v.", plus the I64 scalars "adam.step" and
 // "learner.updates". The metadata records the architecture.
+// docs/load_checkpoint_in_pytorch.py reads these files.
 //
-// Loading validates the whole file against the expected layout into host
-// buffers first, so a bad file changes nothing.
+// The tensors are written and read per parameter set
+// (src/nn/parameter_file.hpp): loading validates the whole file against the
+// expected layout into host buffers first, so a bad file changes nothing.
 
+#include "nn/parameter_file.hpp"
 #include "views/nn/network_layout.hpp"
 
-#include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 
 namespace foxrl {
 
-/// A learner's state on the host, in the flat layout of NetworkLayout
-/// (alignment gaps zero).
-struct DqnCheckpointHost {
-  std::vector<float> online, target, adam_m, adam_v;
-  std::int64_t adam_step = 0;
-  std::int64_t updates = 0;
-};
+/// Prefix of the online network's tensors.
+inline const char* const dqn_online_prefix = "online";
+/// Prefix of the target network's tensors.
+inline const char* const dqn_target_prefix = "target";
+/// Names of the Adam state's tensors.
+inline AdamTensorNames dqn_adam_names() { return {"adam_m", "adam_v", "adam.step"}; }
+/// Name of the learner's update counter.
+inline const char* const dqn_updates_name = "learner.updates";
 
-/// The state_dict prefixes of the four parameter buffers, in file order.
-inline const char* const dqn_checkpoint_prefixes[4] = {"online", "target", "adam_m", "adam_v"};
-
-/// Writes `state` (laid out by `layout`) to `path` atomically.
-void save_dqn_checkpoint(const std::string& path, const NetworkLayout& layout, const DqnCheckpointHost& state,
-                         const std::map<std::string, std::string>& extra_metadata = {});
-
-/// Reads `path` and checks every tensor against `layout` (names, dtypes,
-/// shapes, nothing missing, nothing extra); throws foxrl::Error naming the
-/// file, the tensor and the problem.
-DqnCheckpointHost load_dqn_checkpoint(const std::string& path, const NetworkLayout& layout);
+/// The file's metadata: format, version and architecture of `layout`, the
+/// loss ("huber" or "mse").
+std::map<std::string, std::string> dqn_checkpoint_metadata(const NetworkLayout& layout, const std::string& loss);
 
 }  // namespace foxrl

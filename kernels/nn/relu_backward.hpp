@@ -1,0 +1,207 @@
+#pragma once
+// relu_backward: the bandwidth-bound pass of a layer's backward between two
+// products: ReLU mask of dX, the previous layer's bias gradient (column
+// sums) and, for a layer with few outputs (a head), dX and dW formed in the
+// same pass instead of two skinny gemms. One launch, deterministic
+// single-launch column sums (kernels/core/reduce_scratch.hpp).
+
+#include "core/error.hpp"
+#include "kernels/core/reduce_scratch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+
+namespace foxrl {
+namespace kernels {
+
+/// Operands of relu_backward. Pointers into row-major matrices with their
+/// row strides; optional ones stay null.
+struct ReluBackwardArgs {
+  int rows = 0;  ///< M
+  int cols = 0;  ///< K: width of the layer input
+  /// dX [M, K] from a gemm (dY W); may alias dz. Null: the kernel computes
+  /// dX = dy_small W_small itself (a head with few outputs).
+  const float* src = nullptr;
+  std::ptrdiff_t src_ld = 0;
+  const float* dy_small = nullptr;  ///< [M, n_small]
+  std::ptrdiff_t dy_ld = 0;
+  const float* w_small = nullptr;   ///< [n_small, K]
+  std::ptrdiff_t w_ld = 0;
+  int n_small = 0;
+  /// The layer input H [M, K] (a ReLU output): dZ = dX * [H > 0]; null: no
+  /// mask. Also the X of dw_small.
+  const float* act = nullptr;
+  std::ptrdiff_t act_ld = 0;
+  float* dz = nullptr;        ///< out [M, K] (null: not stored)
+  std::ptrdiff_t dz_ld = 0;
+  float* db = nullptr;        ///< out [K]: column sums of dZ (the previous layer's bias gradient)
+  float* dw_small = nullptr;  ///< out [n_small, K]: dy_small^T H (the small layer's weight gradient)
+  std::ptrdiff_t dw_ld = 0;
+};
+
+/// Team shape of relu_backward: a team owns TC * CW columns of one chunk of
+/// rows; its TC x LANES threads walk the rows. GPUs: a warp reads 32
+/// consecutive columns of a row (one 128-byte line), 8 warps share the
+/// chunk's rows. Host backends: one thread walks 16 adjacent columns row by
+/// row (one cache line per row).
+template <class ExecSpace,
+          bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible>
+struct ReluBackwardTiling {
+  static constexpr int tc = 1, lanes = 1, cw = 16, chunk_rows = 256;
+};
+template <class ExecSpace>
+struct ReluBackwardTiling<ExecSpace, false> {
+  static constexpr int tc = 32, lanes = 8, cw = 1, chunk_rows = 64;
+};
+
+/// dZ = dX * [H > 0], db = colsum dZ, dW_small = dY_small^T H in one pass
+/// over the rows (see ReluBackwardArgs). Column sums of a chunk of rows meet
+/// in team scratch; with several row chunks the last team of each column
+/// tile adds the chunks' partials in chunk order (deterministic).
+template <class ExecSpace>
+struct ReluBackwardFunctor {
+  using tiling = ReluBackwardTiling<ExecSpace>;
+  static constexpr int TC = tiling::tc, LANES = tiling::lanes, CW = tiling::cw;
+  static constexpr int team_size = TC * LANES;
+  static constexpr int tile_cols = TC * CW;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+
+  ReluBackwardArgs a;
+  int values = 0;  ///< reduced values per column: (db ? 1 : 0) + (dw_small ? n_small : 0)
+  int col_tiles = 1;
+  int row_chunks = 1;
+  int chunk_rows = 1;
+  float* partials = nullptr;  ///< [row_chunks, values, cols] when row_chunks > 1
+  unsigned* tickets = nullptr;
+
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int values) {
+    return std::size_t(team_size) * CW * std::size_t(values);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int tile = team.league_rank() % col_tiles;
+    const int chunk = team.league_rank() / col_tiles;
+    const int rank = team.team_rank();
+    const int tc = rank % TC;
+    const int lane = rank / TC;
+    const int c0 = tile * tile_cols;
+    float* acc = values > 0 ? static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * scratch_floats(values)))
+                            : nullptr;
+    // acc[(j * values + r) * team_size + rank]: value r of column j of this thread.
+    for (int e = 0; e < CW * values; ++e) acc[e * team_size + rank] = 0.0f;
+
+    const int r0 = chunk * chunk_rows;
+    const int r1 = r0 + chunk_rows < a.rows ? r0 + chunk_rows : a.rows;
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    for (int m = r0 + lane; m < r1; m += LANES) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        const float h = a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
+        float v;
+        if (a.src != nullptr) {
+          v = a.src[m * a.src_ld + c];
+        } else {
+          v = 0.0f;
+          for (int n = 0; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
+        }
+        const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
+        if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
+        if (values == 0) continue;
+        float* slot = acc + j * values * team_size + rank;
+        if (db_slot) slot[0] += dz;
+        if (a.dw_small != nullptr)
+          for (int n = 0; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
+      }
+    }
+    if (values == 0) return;  // the same in every thread: no barrier is skipped by some only
+    team.team_barrier();
+    // Lane 0 of each column adds the lanes' sums (fixed order).
+    if (lane == 0) {
+      for (int e = 0; e < CW * values; ++e) {
+        float s = 0.0f;
+        for (int l = 0; l < LANES; ++l) s += acc[e * team_size + l * TC + tc];
+        acc[e * team_size + tc] = s;
+      }
+    }
+    if (row_chunks == 1) {
+      if (lane == 0) store(c0, tc, [&](int e, int) { return acc[e * team_size + tc]; });
+      return;
+    }
+    if (lane == 0) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        for (int r = 0; r < values; ++r)
+          partials[(std::size_t(chunk) * values + r) * a.cols + c] = acc[(j * values + r) * team_size + tc];
+      }
+    }
+    if (!arrive_last(team, tickets + tile, static_cast<unsigned>(row_chunks))) return;
+    if (lane == 0)
+      store(c0, tc, [&](int, int idx) {
+        return sum_partials(partials, row_chunks, std::size_t(values) * std::size_t(a.cols), std::size_t(idx));
+      });
+  }
+
+  /// Writes the reduced values of this thread's columns; value(e, idx) gives
+  /// value e = j * values + r, idx = r * cols + c its place in a chunk's partials.
+  template <class Value>
+  KOKKOS_INLINE_FUNCTION void store(int c0, int tc, const Value& value) const {
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    for (int j = 0; j < CW; ++j) {
+      const int c = c0 + j * TC + tc;
+      if (c >= a.cols) break;
+      for (int r = 0; r < values; ++r) {
+        const float s = value(j * values + r, r * a.cols + c);
+        if (r < db_slot) a.db[c] = s;
+        else a.dw_small[(r - db_slot) * a.dw_ld + c] = s;
+      }
+    }
+  }
+};
+
+/// Floats and tickets of ReduceScratch that relu_backward needs to split
+/// `rows` into chunks for `cols` columns and `values` sums per column.
+template <class ExecSpace>
+ScratchNeed relu_backward_scratch(int rows, int cols, int values) {
+  using F = ReluBackwardFunctor<ExecSpace>;
+  const int chunks = (rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
+  const int tiles = (cols + F::tile_cols - 1) / F::tile_cols;
+  return {std::size_t(chunks) * std::size_t(values) * std::size_t(cols), std::size_t(tiles)};
+}
+
+/// Launches relu_backward on `space`. With sums to form (db or dw_small)
+/// the rows are split into chunks only when `scratch` holds
+/// relu_backward_scratch(...); otherwise one team per column tile walks all
+/// rows (correct, less parallel).
+template <class ExecSpace>
+void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
+                   const ReduceScratch<typename ExecSpace::memory_space>& scratch) {
+  using F = ReluBackwardFunctor<ExecSpace>;
+  if (args.rows <= 0 || args.cols <= 0) return;
+  if ((args.src == nullptr) == (args.dy_small == nullptr && args.w_small == nullptr) ||
+      (args.dw_small != nullptr && (args.act == nullptr || args.dy_small == nullptr)))
+    throw LogicError("foxrl::kernels::relu_backward: give either src or (dy_small, w_small); dw_small needs act and dy_small");
+  F f;
+  f.a = args;
+  f.values = (args.db != nullptr ? 1 : 0) + (args.dw_small != nullptr ? args.n_small : 0);
+  f.col_tiles = (args.cols + F::tile_cols - 1) / F::tile_cols;
+  const int chunks = (args.rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
+  const auto need = relu_backward_scratch<ExecSpace>(args.rows, args.cols, f.values);
+  if (f.values == 0 || chunks == 1 || !scratch.holds(need)) {
+    f.row_chunks = f.values == 0 ? chunks : 1;
+  } else {
+    f.row_chunks = chunks;
+    f.partials = scratch.partials.data();
+    f.tickets = scratch.tickets.data();
+  }
+  f.chunk_rows = f.row_chunks == 1 ? args.rows : F::tiling::chunk_rows;
+  typename F::policy_type policy(space, f.col_tiles * f.row_chunks, F::team_size);
+  Kokkos::parallel_for("foxrl::kernels::relu_backward",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::scratch_floats(f.values))), f);
+}
+
+}  // namespace kernels
+}  // namespace foxrl

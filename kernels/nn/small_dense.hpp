@@ -1,0 +1,260 @@
+#pragma once
+// The head kernel: Y = X W^T + b for a layer with few outputs (a dueling or
+// value head), one row per thread (a warp per row on GPUs), optionally with
+// the previous hidden layer's bias + ReLU fused on the input and the
+// dueling greedy action fused on the output. Replaces a split-K gemm, its
+// reduction and an epilogue launch.
+
+#include "core/compat.hpp"
+#include "core/error.hpp"
+#include "kernels/nn/dueling.hpp"
+#include "views/nn/matrix.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace foxrl {
+namespace kernels {
+
+/// Most outputs one pass of the head kernel forms (more take several
+/// launches); also the widest head whose greedy action can be fused.
+inline constexpr int small_dense_max_outputs = 8;
+
+namespace detail {
+/// Per-lane partial dot products of N outputs: the value type of the head
+/// kernel's vector reduction, so that one pass over a row of X feeds every
+/// output (X is read once, not once per output). N is a compile-time
+/// constant so the sums live in registers.
+template <int N>
+struct SmallDot {
+  float v[N];
+  KOKKOS_INLINE_FUNCTION SmallDot() {
+    for (int i = 0; i < N; ++i) v[i] = 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION SmallDot& operator+=(const SmallDot& o) {
+    for (int i = 0; i < N; ++i) v[i] += o.v[i];
+    return *this;
+  }
+};
+}  // namespace detail
+}  // namespace kernels
+}  // namespace foxrl
+
+namespace Kokkos {
+template <int N>
+struct reduction_identity<foxrl::kernels::detail::SmallDot<N>> {
+  KOKKOS_FORCEINLINE_FUNCTION static foxrl::kernels::detail::SmallDot<N> sum() {
+    return foxrl::kernels::detail::SmallDot<N>();
+  }
+};
+}  // namespace Kokkos
+
+namespace foxrl {
+namespace kernels {
+
+/// Operands of the head kernel (row-major, leading dimensions in floats).
+struct SmallDenseArgs {
+  int rows = 0;   ///< M
+  int cols = 0;   ///< K
+  int outputs = 0;  ///< N
+  const float* x = nullptr;  ///< [M, K]
+  std::ptrdiff_t x_ld = 0;
+  /// Optional input epilogue: X holds a hidden layer's pre-activation Z and
+  /// the kernel uses H = max(Z + hidden_bias, 0) (NaN -> 0, as
+  /// bias_activation), storing H back into X's rows when `x_out` is set.
+  const float* hidden_bias = nullptr;
+  float* x_out = nullptr;
+  const float* w = nullptr;  ///< [N, K]
+  std::ptrdiff_t w_ld = 0;
+  const float* b = nullptr;  ///< [N]
+  float* y = nullptr;        ///< [M, N]
+  std::ptrdiff_t y_ld = 0;
+  /// Optional: the dueling greedy action of each row of Y ([V, A...],
+  /// kernels/nn/dueling.hpp), formed from the values just stored. Needs
+  /// 2 <= N <= 8 (one pass).
+  std::int32_t* greedy = nullptr;
+};
+
+namespace detail {
+/// A row of head outputs held in registers, readable as head(0, j) by the
+/// dueling helpers.
+struct RegisterRow {
+  const float* v;
+  KOKKOS_INLINE_FUNCTION float operator()(int, int j) const { return v[j]; }
+};
+}  // namespace detail
+
+/// Rows of Y = X W^T + b for outputs [n0, n0 + NOUT): one row per thread
+/// (a vector of `vector` lanes on GPUs, each lane striding through the row
+/// UNROLL loads at a time so that the loads of a lane are independent: one
+/// memory latency per UNROLL * vector columns, not one per column).
+template <class ExecSpace, int NOUT>
+struct SmallDenseRows {
+  static constexpr int unroll = 4;
+  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  using member_type = typename policy_type::member_type;
+  SmallDenseArgs a;
+  int n0 = 0;
+  int vector = 1;
+  bool epilogue = false;  ///< apply hidden_bias + ReLU to X (first pass only)
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int m = team.league_rank() * team.team_size() + team.team_rank();
+    if (m >= a.rows) return;
+    const float* xr = a.x + m * a.x_ld;
+    float* xo = epilogue && a.x_out != nullptr ? a.x_out + m * a.x_ld : nullptr;
+    const float* wr = a.w + n0 * a.w_ld;
+    const int K = a.cols;
+    const int V = vector;
+    detail::SmallDot<NOUT> dot;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, V),
+        [&](int lane, detail::SmallDot<NOUT>& acc) {
+          for (int k0 = lane; k0 < K; k0 += unroll * V) {
+            float xv[unroll];
+            for (int u = 0; u < unroll; ++u) {
+              const int k = k0 + u * V;
+              xv[u] = k < K ? xr[k] : 0.0f;
+            }
+            if (epilogue) {
+              for (int u = 0; u < unroll; ++u) {
+                const int k = k0 + u * V;
+                if (k >= K) break;
+                const float v = xv[u] + a.hidden_bias[k];
+                xv[u] = v > 0.0f ? v : 0.0f;
+                if (xo != nullptr) xo[k] = xv[u];
+              }
+            }
+            for (int u = 0; u < unroll; ++u) {
+              const int k = k0 + u * V;
+              if (k >= K) break;
+              for (int j = 0; j < NOUT; ++j) acc.v[j] += xv[u] * wr[j * a.w_ld + k];
+            }
+          }
+        },
+        dot);
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      float out[NOUT];
+      for (int j = 0; j < NOUT; ++j) {
+        out[j] = dot.v[j] + a.b[n0 + j];
+        a.y[m * a.y_ld + n0 + j] = out[j];
+      }
+      if (NOUT >= 2 && a.greedy != nullptr) {
+        const detail::RegisterRow row{out};
+        a.greedy[m] = greedy_action(row, 0, NOUT - 1, advantage_mean(row, 0, NOUT - 1));
+      }
+    });
+  }
+};
+
+namespace detail {
+template <class ExecSpace, int NOUT>
+void launch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, bool epilogue) {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  // GPUs: 8 rows (warps) per team of 256 threads; host backends: one row
+  // per single-thread team.
+  const int rows_per_team = host ? 1 : 8;
+  using F = SmallDenseRows<ExecSpace, NOUT>;
+  F f;
+  f.a = a;
+  f.n0 = n0;
+  f.vector = host ? 1 : 32;
+  f.epilogue = epilogue;
+  typename F::policy_type policy(space, (a.rows + rows_per_team - 1) / rows_per_team, rows_per_team, f.vector);
+  Kokkos::parallel_for("foxrl::kernels::small_dense_forward", compat::light(policy), f);
+}
+
+template <class ExecSpace, int NOUT = 1>
+void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, int outputs, bool epilogue) {
+  if constexpr (NOUT < small_dense_max_outputs) {
+    if (outputs != NOUT) {
+      dispatch_small_dense_rows<ExecSpace, NOUT + 1>(space, a, n0, outputs, epilogue);
+      return;
+    }
+  }
+  launch_small_dense_rows<ExecSpace, NOUT>(space, a, n0, epilogue);
+}
+}  // namespace detail
+
+/// Runs the head kernel (SmallDenseArgs): one launch per 8 outputs; with an
+/// input epilogue, the first launch applies it (and stores H when x_out is
+/// set) and later ones read the stored H.
+template <class ExecSpace>
+void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
+  if (args.rows <= 0 || args.outputs <= 0) return;
+  if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs &&
+      args.x_out != args.x)
+    throw LogicError("foxrl::kernels::small_dense: more than 8 outputs with a hidden epilogue need x_out == x");
+  if (args.greedy != nullptr && (args.outputs < 2 || args.outputs > small_dense_max_outputs))
+    throw LogicError("foxrl::kernels::small_dense: a fused greedy action needs 2 to 8 head outputs, got " +
+                std::to_string(args.outputs));
+  for (int n0 = 0; n0 < args.outputs; n0 += small_dense_max_outputs) {
+    const int n = std::min(args.outputs - n0, small_dense_max_outputs);
+    const bool epilogue = args.hidden_bias != nullptr && n0 == 0;
+    detail::dispatch_small_dense_rows(space, args, n0, n, epilogue);
+  }
+}
+
+namespace detail {
+/// SmallDenseArgs of Y = X W^T + b after a shape check.
+template <class XView, class MemorySpace>
+SmallDenseArgs small_dense_args(const char* what, const XView& x, const ConstMatrix<MemorySpace>& w,
+                                const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
+  const int M = static_cast<int>(x.extent(0));
+  const int N = static_cast<int>(w.extent(0));
+  const int K = static_cast<int>(w.extent(1));
+  foxrl::detail::check_shapes(
+      x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) && y.extent(1) == std::size_t(N) &&
+          bias.extent(0) == std::size_t(N),
+      std::string("foxrl::kernels::") + what,
+      "X " + foxrl::detail::dims(x.extent(0), x.extent(1)) + ", W " + foxrl::detail::dims(N, K) + ", Y " +
+          foxrl::detail::dims(y.extent(0), y.extent(1)));
+  SmallDenseArgs a;
+  a.rows = M;
+  a.cols = K;
+  a.outputs = N;
+  a.x = x.data();
+  a.x_ld = static_cast<std::ptrdiff_t>(x.stride(0));
+  a.w = w.data();
+  a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
+  a.b = bias.data();
+  a.y = y.data();
+  a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
+  return a;
+}
+}  // namespace detail
+
+/// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
+/// head): see SmallDenseRows. Replaces a split-K gemm plus its reduction and
+/// an epilogue launch.
+template <class ExecSpace, class MemorySpace>
+void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>& x, const ConstMatrix<MemorySpace>& w,
+                         const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y) {
+  small_dense(space, detail::small_dense_args("small_dense_forward", x, w, bias, y));
+}
+
+/// The last hidden layer's epilogue fused with the head:
+/// H = max(Z + hidden_bias, 0) stored in place of Z, Y = H W^T + b, and
+/// (when `greedy` is given) each row's dueling greedy action. One pass over
+/// Z instead of bias_activation, small_dense_forward and dueling_q_values.
+template <class ExecSpace, class MemorySpace>
+void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<MemorySpace>& z,
+                                   const ConstVector<MemorySpace>& hidden_bias, const ConstMatrix<MemorySpace>& w,
+                                   const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y,
+                                   std::int32_t* greedy = nullptr) {
+  SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
+  if (hidden_bias.extent(0) != z.extent(1))
+    throw LogicError("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
+                std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) + " columns");
+  a.hidden_bias = hidden_bias.data();
+  a.x_out = z.data();
+  a.greedy = greedy;
+  small_dense(space, a);
+}
+
+}  // namespace kernels
+}  // namespace foxrl

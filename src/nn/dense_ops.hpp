@@ -1,0 +1,172 @@
+#pragma once
+// DenseOps: the dense-layer products of one backend, instance first:
+//   forward           Y  = act([X1; X2] W^T + b)    (bias + ReLU fused)
+//   backward_input    dX = (dY W) * [H > 0]          (ReLU mask of the input fused)
+//   backward_weights  dW = dY^T X,  db = colsum dY   (bias gradient fused)
+// portable: foxrl's tiled team kernel with the epilogues fused
+// (kernels/nn/tiled_gemm.hpp). blas: RowMajorGemm (the gemm production
+// runs: cuBLAS on CUDA through the handle this object owns, Kokkos Kernels
+// elsewhere) followed by foxrl's bandwidth-bound epilogue kernels
+// (bias_activation, relu_backward). Mlp (src/nn/mlp.hpp) builds on these and
+// on the same gemm.
+
+#include "core/error.hpp"
+#include "kernels/core/reduce_scratch.hpp"
+#include "kernels/nn/bias_activation.hpp"
+#include "kernels/nn/relu_backward.hpp"
+#include "kernels/nn/tiled_gemm.hpp"
+#include "nn/dense_backend.hpp"
+#include "nn/row_major_gemm.hpp"
+#include "views/nn/matrix.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace foxrl {
+
+/// The dense products of one backend (see the file comment). Holds the
+/// blas backend's RowMajorGemm (one cuBLAS handle on CUDA), so share one
+/// object between the networks of a learner.
+template <class ExecSpace>
+class DenseOps {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  DenseOps(const ExecSpace& space, DenseBackend backend) : backend_(backend) {
+    if (backend == DenseBackend::blas) gemm_ = std::make_unique<RowMajorGemm<ExecSpace>>(space);
+  }
+
+  DenseBackend backend() const { return backend_; }
+
+  /// The blas backend's gemm (LogicError on the portable backend).
+  RowMajorGemm<ExecSpace>& gemm() {
+    if (!gemm_) throw LogicError("foxrl::DenseOps::gemm: the portable backend has no gemm");
+    return *gemm_;
+  }
+
+  /// Y[M, N] = act(X W^T + b) with X = [X1; X2] stacked by rows (X2 may be
+  /// empty; the inputs are not copied: two products into Y's two row
+  /// ranges on blas, one launch reading both on portable). W is [N, K].
+  void forward(const ExecSpace& space, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2,
+               const ConstMatrix<memory_space>& w, const ConstVector<memory_space>& bias, bool relu,
+               const MutableMatrix<memory_space>& y) {
+    const int M1 = static_cast<int>(x1.extent(0));
+    const int M = static_cast<int>(x1.extent(0) + x2.extent(0));
+    const int N = static_cast<int>(w.extent(0));
+    const int K = static_cast<int>(w.extent(1));
+    detail::check_shapes(
+        x1.extent(1) == std::size_t(K) && (x2.extent(0) == 0 || x2.extent(1) == std::size_t(K)) &&
+            y.extent(0) == std::size_t(M) && y.extent(1) == std::size_t(N) && bias.extent(0) == std::size_t(N),
+        "foxrl::DenseOps::forward",
+        "X " + detail::dims(x1.extent(0), x1.extent(1)) + " + " + detail::dims(x2.extent(0), x2.extent(1)) + ", W " +
+            detail::dims(N, K) + ", Y " + detail::dims(y.extent(0), y.extent(1)));
+    if (backend_ == DenseBackend::portable) {
+      kernels::GemmOperand a = kernels::row_major_operand(x1);
+      if (x2.extent(0) > 0) {
+        if (x2.stride(0) != x1.stride(0))
+          throw LogicError("foxrl::DenseOps::forward: stacked inputs need equal row strides");
+        a.ptr2 = x2.data();
+        a.split = M1;
+      }
+      kernels::GemmEpilogue ep;
+      ep.bias = bias.data();
+      ep.relu = relu;
+      kernels::tiled_gemm(space, "foxrl::kernels::dense_forward", a, kernels::transposed_operand(w), y.data(),
+                          static_cast<std::ptrdiff_t>(y.stride(0)), M, N, K, ep);
+      return;
+    }
+    gemm()(space, false, true, x1, w, matrix_rows(y, 0, M1));
+    if (M > M1) gemm()(space, false, true, x2, w, matrix_rows(y, M1, M));
+    kernels::bias_activation(space, y, bias, relu);
+  }
+
+  /// dX[M, K] = (dY[M, N] W[N, K]) * [mask > 0]; `mask` (the ReLU output
+  /// that was this layer's input, [M, K]) may be empty for no mask.
+  void backward_input(const ExecSpace& space, const ConstMatrix<memory_space>& dy, const ConstMatrix<memory_space>& w,
+                      const ConstMatrix<memory_space>& mask, const MutableMatrix<memory_space>& dx) {
+    const int M = static_cast<int>(dy.extent(0));
+    const int N = static_cast<int>(w.extent(0));
+    const int K = static_cast<int>(w.extent(1));
+    const bool masked = mask.extent(0) > 0;
+    detail::check_shapes(
+        dy.extent(1) == std::size_t(N) && dx.extent(0) == std::size_t(M) && dx.extent(1) == std::size_t(K) &&
+            (!masked || (mask.extent(0) >= std::size_t(M) && mask.extent(1) == std::size_t(K))),
+        "foxrl::DenseOps::backward_input",
+        "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", W " + detail::dims(N, K) + ", dX " +
+            detail::dims(dx.extent(0), dx.extent(1)));
+    if (backend_ == DenseBackend::portable) {
+      kernels::GemmEpilogue ep;
+      if (masked) {
+        ep.mask = mask.data();
+        ep.mask_ld = static_cast<std::ptrdiff_t>(mask.stride(0));
+      }
+      kernels::tiled_gemm(space, "foxrl::kernels::dense_backward_input", kernels::row_major_operand(dy),
+                          kernels::row_major_operand(w), dx.data(), static_cast<std::ptrdiff_t>(dx.stride(0)), M, K,
+                          N, ep);
+      return;
+    }
+    gemm()(space, false, false, dy, w, dx);
+    if (!masked) return;
+    kernels::ReluBackwardArgs ra;
+    ra.rows = M;
+    ra.cols = K;
+    ra.src = dx.data();
+    ra.src_ld = static_cast<std::ptrdiff_t>(dx.stride(0));
+    ra.act = mask.data();
+    ra.act_ld = static_cast<std::ptrdiff_t>(mask.stride(0));
+    ra.dz = dx.data();
+    ra.dz_ld = ra.src_ld;
+    kernels::relu_backward(space, ra, kernels::ReduceScratch<memory_space>());
+  }
+
+  /// dW[N, K] = dY[M, N]^T X[M, K], db[N] = sum_m dY[m, n] (overwritten, not
+  /// accumulated).
+  void backward_weights(const ExecSpace& space, const ConstMatrix<memory_space>& dy,
+                        const ConstMatrix<memory_space>& x, const MutableMatrix<memory_space>& dw,
+                        const MutableVector<memory_space>& db) {
+    const int M = static_cast<int>(dy.extent(0));
+    const int N = static_cast<int>(dy.extent(1));
+    const int K = static_cast<int>(x.extent(1));
+    detail::check_shapes(
+        x.extent(0) == std::size_t(M) && dw.extent(0) == std::size_t(N) && dw.extent(1) == std::size_t(K) &&
+            db.extent(0) == std::size_t(N) && M > 0,
+        "foxrl::DenseOps::backward_weights",
+        "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", X " + detail::dims(x.extent(0), x.extent(1)) + ", dW " +
+            detail::dims(dw.extent(0), dw.extent(1)));
+    if (backend_ == DenseBackend::portable) {
+      kernels::GemmEpilogue ep;
+      ep.a_rowsum = db.data();
+      kernels::tiled_gemm(space, "foxrl::kernels::dense_backward_weights", kernels::transposed_operand(dy),
+                          kernels::row_major_operand(x), dw.data(), static_cast<std::ptrdiff_t>(dw.stride(0)), N, K,
+                          M, ep);
+      return;
+    }
+    gemm()(space, true, false, dy, x, dw);
+    bias_gradient(space, dy, db, kernels::ReduceScratch<memory_space>());
+  }
+
+  /// db[N] = sum_m dY[m, n] (one relu_backward launch without a mask; with
+  /// enough `scratch` the rows spread over several teams).
+  static void bias_gradient(const ExecSpace& space, const ConstMatrix<memory_space>& dy,
+                            const MutableVector<memory_space>& db,
+                            const kernels::ReduceScratch<memory_space>& scratch) {
+    detail::check_shapes(db.extent(0) == dy.extent(1), "foxrl::DenseOps::bias_gradient",
+                         "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", db [" +
+                             std::to_string(db.extent(0)) + "]");
+    kernels::ReluBackwardArgs ra;
+    ra.rows = static_cast<int>(dy.extent(0));
+    ra.cols = static_cast<int>(dy.extent(1));
+    ra.src = dy.data();
+    ra.src_ld = static_cast<std::ptrdiff_t>(dy.stride(0));
+    ra.db = db.data();
+    kernels::relu_backward(space, ra, scratch);
+  }
+
+ private:
+  DenseBackend backend_;
+  std::unique_ptr<RowMajorGemm<ExecSpace>> gemm_;
+};
+
+}  // namespace foxrl

@@ -1,0 +1,275 @@
+#pragma once
+// Mlp: forward and backward of an MLP (NetworkLayout: Linear + ReLU per
+// hidden layer, then a plain or dueling head) over flat parameter Views,
+// with the activation scratch for a maximum row count, so that neither
+// allocates. Parameters, gradients and the loss stay the caller's: one Mlp
+// object can run any parameter buffer of its layout (a learner runs its
+// online and target parameters through two objects, each keeping the
+// activations its backward or loss needs).
+//
+// blas backend: every hidden layer is one RowMajorGemm per input block plus
+// bias_activation; the last hidden layer's bias + ReLU, the head and (for a
+// dueling head that fits one pass) the greedy action form one kernel
+// (bias_relu_small_dense_forward). Backward: one fused kernel for the head
+// (dX of the head without a gemm, ReLU mask, the last hidden layer's bias
+// gradient, the head's weight gradient), then per trunk layer a gemm for dW
+// and (but the first) a gemm for dX plus one mask + bias-gradient kernel.
+// portable backend: one tiled launch per product (DenseOps).
+// docs/design.md lists the launches.
+
+#include "core/error.hpp"
+#include "kernels/core/reduce_scratch.hpp"
+#include "kernels/nn/bias_activation.hpp"
+#include "kernels/nn/relu_backward.hpp"
+#include "kernels/nn/small_dense.hpp"
+#include "nn/dense_ops.hpp"
+#include "views/nn/matrix.hpp"
+#include "views/nn/parameter_set.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace foxrl {
+
+/// Who forms the head's bias gradient in Mlp::backward.
+enum class HeadBiasGrad {
+  compute,  ///< backward does (the column sums of dL/d out)
+  given,    ///< the caller's loss kernel already wrote it into the gradient buffer (blas backend; saves a launch)
+};
+
+/// Forward and backward of one MLP layout; see the file comment.
+template <class ExecSpace>
+class Mlp {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using flat = FlatParams<memory_space>;
+
+  Mlp() = default;
+
+  /// Scratch for forwards of up to `max_rows` rows and backwards of up to
+  /// `max_backward_rows` rows (0: forward only). `ops` runs the products
+  /// (shared between the networks of a learner: one cuBLAS handle);
+  /// `scratch` serves backward's single-launch reductions (sized by
+  /// scratch_need; an empty one makes them one team per column tile).
+  Mlp(const ExecSpace& space, const NetworkLayout& layout, int max_rows, int max_backward_rows,
+      std::shared_ptr<DenseOps<ExecSpace>> ops, const kernels::ReduceScratch<memory_space>& scratch,
+      const std::string& label)
+      : layout_(layout), ops_(std::move(ops)), scratch_(scratch), max_backward_rows_(max_backward_rows) {
+    if (!ops_) throw LogicError(label + ": no DenseOps");
+    if (max_rows <= 0 || max_backward_rows < 0 || max_backward_rows > max_rows)
+      throw LogicError(label + ": need 0 < max_rows and 0 <= max_backward_rows <= max_rows, got " +
+                       std::to_string(max_rows) + " and " + std::to_string(max_backward_rows));
+    for (int l = 0; l < layout_.num_hidden(); ++l)
+      act_.push_back(alloc(space, label + "::act" + std::to_string(l), max_rows, layout_.layers[l].out));
+    out_ = alloc(space, label + "::head", max_rows, layout_.head_outputs());
+    if (max_backward_rows > 0) {
+      int widest = 1;
+      for (int l = 0; l < layout_.num_hidden(); ++l) widest = std::max(widest, layout_.layers[l].out);
+      for (auto& g : d_act_)
+        g = Kokkos::View<float*, memory_space>(
+            Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::d_act"),
+            std::size_t(max_backward_rows) * std::size_t(widest));
+    }
+  }
+
+  /// What backward's reductions need of a ReduceScratch for `rows` rows.
+  static kernels::ScratchNeed scratch_need(const NetworkLayout& layout, int rows) {
+    return kernels::relu_backward_scratch<ExecSpace>(rows, layout.max_width(), 1 + layout.head_outputs());
+  }
+
+  /// Whether forward() forms the greedy actions itself: a dueling head on
+  /// the blas backend, with a hidden layer and few enough head outputs for
+  /// one pass of the head kernel.
+  bool fuses_greedy() const {
+    return layout_.head_kind == HeadKind::dueling && ops_->backend() == DenseBackend::blas &&
+           layout_.num_layers >= 2 && layout_.head_outputs() <= kernels::small_dense_max_outputs;
+  }
+
+  /// Forward of `params` over the stacked rows [x1; x2] (x2 may be empty;
+  /// nothing is copied). Returns the head outputs [rows, head_outputs]
+  /// (rows of output()); activations stay for backward. `greedy` receives
+  /// each row's dueling greedy action when fuses_greedy() (ignored
+  /// otherwise).
+  MutableMatrix<memory_space> forward(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x1,
+                                      const ConstMatrix<memory_space>& x2, std::int32_t* greedy = nullptr) {
+    const int n1 = static_cast<int>(x1.extent(0));
+    const int n = n1 + static_cast<int>(x2.extent(0));
+    check_params("forward", params);
+    if (n > static_cast<int>(out_.extent(0)))
+      throw LogicError("foxrl::Mlp::forward: " + std::to_string(n) + " rows, scratch for " +
+                       std::to_string(out_.extent(0)));
+    if (x1.extent(1) != std::size_t(layout_.obs_dim) || (x2.extent(0) > 0 && x2.extent(1) != x1.extent(1)))
+      throw LogicError("foxrl::Mlp::forward: inputs need " + std::to_string(layout_.obs_dim) + " columns");
+    const int L = layout_.num_layers;
+    const bool blas = ops_->backend() == DenseBackend::blas;
+    const auto head = matrix_rows(out_, 0, n);
+    for (int l = 0; l < L; ++l) {
+      const bool is_head = l == L - 1;
+      const auto out = is_head ? head : matrix_rows(act_[l], 0, n);
+      const ConstMatrix<memory_space> in1 = l == 0 ? x1 : ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, n));
+      const ConstMatrix<memory_space> in2 = l == 0 ? x2 : ConstMatrix<memory_space>();
+      const ConstMatrix<memory_space> w = layer_weight(params, layout_, l);
+      const ConstVector<memory_space> b = layer_bias(params, layout_, l);
+      if (!blas || (!is_head && l != L - 2)) {
+        ops_->forward(space, in1, in2, w, b, !is_head, out);
+        continue;
+      }
+      // blas: the head (few outputs) as one kernel instead of a split-K
+      // gemm + epilogue, fused with the last hidden layer's bias + ReLU.
+      const int m1 = static_cast<int>(in1.extent(0));
+      const MutableMatrix<memory_space> out1 = matrix_rows(out, 0, m1), out2 = matrix_rows(out, m1, n);
+      if (is_head) {  // no hidden layer
+        kernels::small_dense_forward(space, in1, w, b, out1);
+        if (n > m1) kernels::small_dense_forward(space, in2, w, b, out2);
+        continue;
+      }
+      ops_->gemm()(space, false, true, in1, w, out1);
+      if (n > m1) ops_->gemm()(space, false, true, in2, w, out2);
+      kernels::bias_relu_small_dense_forward(
+          space, out, b, ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
+          ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head, fuses_greedy() ? greedy : nullptr);
+      break;
+    }
+    return head;
+  }
+
+  /// Backward of the last forward's first B rows: `x` [B, obs_dim] must be
+  /// those rows' input (x1 of forward, B <= its rows) and `params` the
+  /// parameters it ran; `d_out` [B, head_outputs] is dL/d(head outputs).
+  /// Writes every gradient into `grads` (overwritten, laid out like
+  /// params); the head's bias gradient as `head_bias` says (the portable
+  /// backend always forms it).
+  void backward(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x,
+                const ConstMatrix<memory_space>& d_out, const flat& grads,
+                HeadBiasGrad head_bias = HeadBiasGrad::compute) {
+    const int B = static_cast<int>(x.extent(0));
+    check_params("backward", params);
+    check_params("backward", grads);
+    if (B > max_backward_rows_)
+      throw LogicError("foxrl::Mlp::backward: " + std::to_string(B) + " rows, scratch for " +
+                       std::to_string(max_backward_rows_));
+    if (x.extent(1) != std::size_t(layout_.obs_dim) || d_out.extent(0) != std::size_t(B) ||
+        d_out.extent(1) != std::size_t(layout_.head_outputs()))
+      throw LogicError("foxrl::Mlp::backward: x must be [" + std::to_string(B) + ", " +
+                       std::to_string(layout_.obs_dim) + "] and d_out [" + std::to_string(B) + ", " +
+                       std::to_string(layout_.head_outputs()) + "]");
+    if (B == 0) return;
+    if (ops_->backend() == DenseBackend::blas) backward_blas(space, params, x, d_out, grads, head_bias);
+    else backward_portable(space, params, x, d_out, grads);
+  }
+
+  /// Head outputs of the last forward ([max_rows, head_outputs]; its first
+  /// rows are valid).
+  const matrix& output() const { return out_; }
+  /// ReLU output of hidden layer l of the last forward.
+  const matrix& activation(int l) const { return act_.at(std::size_t(l)); }
+  const NetworkLayout& layout() const { return layout_; }
+  DenseBackend backend() const { return ops_->backend(); }
+
+ private:
+  static matrix alloc(const ExecSpace& space, const std::string& label, int r, int c) {
+    return matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label), r, c);
+  }
+
+  void check_params(const char* what, const flat& p) const {
+    if (p.extent(0) != layout_.total)
+      throw LogicError(std::string("foxrl::Mlp::") + what + ": a flat buffer of " + std::to_string(p.extent(0)) +
+                       " floats, layout " + layout_.describe() + " needs " + std::to_string(layout_.total));
+  }
+
+  /// Input of layer l (the network input for l = 0) over B rows.
+  ConstMatrix<memory_space> layer_input(const ConstMatrix<memory_space>& x, int l, int B) const {
+    return l == 0 ? x : ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, B));
+  }
+
+  /// Per layer one dW (+ db) product and one dX product with the ReLU mask
+  /// fused.
+  void backward_portable(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x,
+                         const ConstMatrix<memory_space>& d_out, const flat& grads) {
+    const int B = static_cast<int>(x.extent(0));
+    ConstMatrix<memory_space> dy = d_out;
+    int ping = 0;
+    for (int l = layout_.num_layers - 1; l >= 0; --l) {
+      const auto in = layer_input(x, l, B);
+      ops_->backward_weights(space, dy, in, layer_weight(grads, layout_, l), layer_bias(grads, layout_, l));
+      if (l == 0) break;
+      MutableMatrix<memory_space> dx(d_act_[ping].data(), B, layout_.layers[l].in);
+      ops_->backward_input(space, dy, ConstMatrix<memory_space>(layer_weight(params, layout_, l)), in, dx);
+      dy = dx;
+      ping ^= 1;
+    }
+  }
+
+  void backward_blas(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x,
+                     const ConstMatrix<memory_space>& d_out, const flat& grads, HeadBiasGrad head_bias) {
+    const int B = static_cast<int>(x.extent(0));
+    const int L = layout_.num_layers;
+    if (head_bias == HeadBiasGrad::compute)
+      DenseOps<ExecSpace>::bias_gradient(space, d_out, layer_bias(grads, layout_, L - 1), scratch_);
+    if (L == 1) {
+      ops_->gemm()(space, true, false, d_out, x, layer_weight(grads, layout_, 0));
+      return;
+    }
+    int ping = 0;
+    {
+      const int l = L - 1;
+      const auto w = layer_weight(params, layout_, l);
+      const auto h = matrix_rows(act_[l - 1], 0, B);
+      const auto dw = layer_weight(grads, layout_, l);
+      kernels::ReluBackwardArgs a;
+      a.rows = B;
+      a.cols = layout_.layers[l].in;
+      a.dy_small = d_out.data();
+      a.dy_ld = static_cast<std::ptrdiff_t>(d_out.stride(0));
+      a.n_small = layout_.layers[l].out;
+      a.w_small = w.data();
+      a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
+      a.act = h.data();
+      a.act_ld = static_cast<std::ptrdiff_t>(h.stride(0));
+      a.dz = d_act_[ping].data();
+      a.dz_ld = a.cols;
+      a.db = layer_bias(grads, layout_, l - 1).data();
+      a.dw_small = dw.data();
+      a.dw_ld = static_cast<std::ptrdiff_t>(dw.stride(0));
+      kernels::relu_backward(space, a, scratch_);
+    }
+    for (int l = L - 2; l >= 0; --l) {
+      const ConstMatrix<memory_space> dz(d_act_[ping].data(), B, layout_.layers[l].out);
+      const auto in = layer_input(x, l, B);
+      ops_->gemm()(space, true, false, dz, in, layer_weight(grads, layout_, l));
+      if (l == 0) break;
+      const MutableMatrix<memory_space> dx(d_act_[ping ^ 1].data(), B, layout_.layers[l].in);
+      ops_->gemm()(space, false, false, dz, ConstMatrix<memory_space>(layer_weight(params, layout_, l)), dx);
+      kernels::ReluBackwardArgs a;
+      a.rows = B;
+      a.cols = layout_.layers[l].in;
+      a.src = dx.data();
+      a.src_ld = a.cols;
+      a.act = in.data();
+      a.act_ld = static_cast<std::ptrdiff_t>(in.stride(0));
+      a.dz = dx.data();
+      a.dz_ld = a.cols;
+      a.db = layer_bias(grads, layout_, l - 1).data();
+      kernels::relu_backward(space, a, scratch_);
+      ping ^= 1;
+    }
+  }
+
+  NetworkLayout layout_;
+  std::shared_ptr<DenseOps<ExecSpace>> ops_;
+  kernels::ReduceScratch<memory_space> scratch_;
+  int max_backward_rows_ = 0;
+  std::vector<matrix> act_;
+  matrix out_;
+  Kokkos::View<float*, memory_space> d_act_[2];
+};
+
+}  // namespace foxrl

@@ -5,8 +5,8 @@
 #include "kernels/nn/weight_init.hpp"
 #include "nn/mlp.hpp"
 #include "core/execution_context.hpp"
-#include "reference_dqn.hpp"
-#include "test_spaces.hpp"
+#include "support/reference_dqn.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

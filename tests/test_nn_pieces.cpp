@@ -10,8 +10,8 @@
 #include "nn/parameter_file.hpp"
 #include "nn/target_network.hpp"
 #include "nn/training_guard.hpp"
-#include "reference_dqn.hpp"
-#include "test_spaces.hpp"
+#include "support/reference_dqn.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,6 +6,7 @@
 // backend. Copied to the host once per epoch.
 
 #include "core/compat.hpp"
+#include "core/host_mirror.hpp"
 #include "kernels/envs/episode_stats_kernels.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -61,8 +62,8 @@ class EpisodeStats {
 
   /// Copies the statistics to the host (fences the instance: once per epoch).
   EpisodeSummary summary(const ExecSpace& space) const {
-    auto ring = Kokkos::create_mirror_view(Kokkos::HostSpace(), ring_);
-    auto count = Kokkos::create_mirror_view(Kokkos::HostSpace(), count_);
+    auto ring = host_mirror(ring_);
+    auto count = host_mirror(count_);
     Kokkos::deep_copy(space, ring, ring_);
     Kokkos::deep_copy(space, count, count_);
     compat::fence(space, "foxrl::EpisodeStats::summary");

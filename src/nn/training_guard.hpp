@@ -12,6 +12,7 @@
 #include "kernels/nn/adam.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "core/host_mirror.hpp"
 #include "views/nn/guard_state.hpp"
 #include "kernels/nn/guard_kernels.hpp"
 #include "views/nn/parameter_set.hpp"
@@ -147,7 +148,7 @@ class TrainingGuard {
   /// Copies the counters to the host; fences `space` (not for the hot path:
   /// the trainer copies state() alongside its epoch sums instead).
   GuardCounters counters(const ExecSpace& space) const {
-    auto h = Kokkos::create_mirror_view(Kokkos::HostSpace(), state_);
+    auto h = host_mirror(state_);
     Kokkos::deep_copy(space, h, state_);
     compat::fence(space, "foxrl::TrainingGuard::counters");
     return GuardCounters::from_state(h);

@@ -27,6 +27,7 @@
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
+#include "core/host_mirror.hpp"
 #include "collect/experience_collector.hpp"
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
 #include "market/market_setup.hpp"
@@ -137,9 +138,9 @@ class DqnTrainer {
     r.updates_per_s = static_cast<double>(updates_ - updates_before) / seconds;
     r.epsilon = selector_->epsilon(global_step_);
     r.beta = beta();
-    auto sums = Kokkos::create_mirror_view(Kokkos::HostSpace(), sums_->sums);
+    auto sums = host_mirror(sums_->sums);
     Kokkos::deep_copy(space, sums, sums_->sums);
-    auto guard = Kokkos::create_mirror_view(Kokkos::HostSpace(), learner_->guard().state());
+    auto guard = host_mirror(learner_->guard().state());
     Kokkos::deep_copy(space, guard, learner_->guard().state());
     const auto episodes = collector_->episode_stats().summary(space);  // fences
     const auto counters = GuardCounters::from_state(guard);

@@ -4,9 +4,9 @@
 // measurement: median microseconds per vectorized step over the repeats,
 // env steps per second, and kernel launches per step (Kokkos Tools).
 #include "collect/action_selector.hpp"
-#include "envs/cartpole_env.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "envs/cartpole_env.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 
@@ -27,7 +27,7 @@ using Mem = Exec::memory_space;
 
 struct Settings {
   int num_envs = 4096;
-  int steps = 1000;    // vectorized steps per repeat
+  int steps = 1000;  // vectorized steps per repeat
   int repeats = 5;
   int warmup = 100;
   std::size_t market_bars = 1000000;
@@ -69,8 +69,8 @@ void measure(const char* name, foxrl::ExecutionContext<Exec>& context, Env& env,
   std::printf(
       "{\"bench\":\"envs\",\"config\":\"%s num_envs=%d obs_dim=%d steps=%d\",\"median_us\":%.3f,\"repeats\":%d,"
       "\"backend\":\"%s\",\"env_steps_per_s\":%.0f,\"launches_per_step\":%zu,\"one_stream_clean\":%s}\n",
-      name, s.num_envs, env.obs_dim(), s.steps, median, s.repeats, Exec::name(), s.num_envs / median * 1e6,
-      launches, clean ? "true" : "false");
+      name, s.num_envs, env.obs_dim(), s.steps, median, s.repeats, Exec::name(), s.num_envs / median * 1e6, launches,
+      clean ? "true" : "false");
   std::fflush(stdout);
 }
 

@@ -25,11 +25,16 @@ int main(int argc, char** argv) {
   int iterations = 1000, repeats = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) config_path = argv[++i];
-    else if (a == "--set" && i + 1 < argc) overrides.emplace_back(argv[++i]);
-    else if (a == "--iterations" && i + 1 < argc) iterations = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--repeats" && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--label" && i + 1 < argc) label = argv[++i];
+    if (a == "--config" && i + 1 < argc)
+      config_path = argv[++i];
+    else if (a == "--set" && i + 1 < argc)
+      overrides.emplace_back(argv[++i]);
+    else if (a == "--iterations" && i + 1 < argc)
+      iterations = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--repeats" && i + 1 < argc)
+      repeats = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--label" && i + 1 < argc)
+      label = argv[++i];
     else {
       std::cerr << "usage: " << argv[0]
                 << " --config FILE [--set key=value ...] [--iterations N] [--repeats R] [--label NAME]\n";

@@ -11,8 +11,8 @@
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "replay/replay_buffer.hpp"
 #include "kernels/replay/sum_tree.hpp"
+#include "replay/replay_buffer.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -105,18 +105,16 @@ double time_stream(const Exec& space, int ops, const std::function<void()>& op) 
   return median(us);
 }
 
-std::size_t launches_of(const std::function<void()>& op) {
-  return foxrl::audit(op).launches.size();
-}
+std::size_t launches_of(const std::function<void()>& op) { return foxrl::audit(op).launches.size(); }
 
-void report(const std::string& op, const std::string& config, double median_us, double stream_us,
-            int repeats, double bytes, std::size_t launches, double bytes_per_transition) {
+void report(const std::string& op, const std::string& config, double median_us, double stream_us, int repeats,
+            double bytes, std::size_t launches, double bytes_per_transition) {
   std::printf(
       "{\"bench\":\"replay_%s\",\"config\":\"%s\",\"median_us\":%.2f,\"stream_us\":%.2f,"
       "\"repeats\":%d,\"backend\":\"%s\",\"bytes\":%.0f,\"gb_per_s\":%.3f,\"launches\":%zu,"
       "\"bytes_per_transition\":%.2f}\n",
-      op.c_str(), config.c_str(), median_us, stream_us, repeats, Exec::name(), bytes,
-      bytes / (median_us * 1e3), launches, bytes_per_transition);
+      op.c_str(), config.c_str(), median_us, stream_us, repeats, Exec::name(), bytes, bytes / (median_us * 1e3),
+      launches, bytes_per_transition);
   std::fflush(stdout);
 }
 
@@ -133,8 +131,7 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
   config.seed = 7;
   foxrl::ReplayBuffer<Exec> buffer(space, config);
   const auto transitions = make_transitions(space, num_envs, obs_dim, 11);
-  Kokkos::View<float*, Mem> td(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::bench::td"),
-                               batch);
+  Kokkos::View<float*, Mem> td(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::bench::td"), batch);
   Kokkos::parallel_for(
       "foxrl::bench::make_td", Kokkos::RangePolicy<Exec>(space, 0, batch),
       KOKKOS_LAMBDA(int k) { td(k) = 4.0f * foxrl::kernels::counter_uniform(3, 0, k); });
@@ -171,14 +168,30 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
   };
   const int reps = opt.repeats;
   const int ops = opt.stream_ops;
-  report("insert", cfg, time_single(space, reps, insert), time_stream(space, ops, insert), reps,
-         insert_bytes, launches_of([&] { insert(); context.fence("bench::audit"); }), bpt);
-  report("sample", cfg, time_single(space, reps, sample), time_stream(space, ops, sample), reps,
-         sample_bytes, launches_of([&] { sample(); context.fence("bench::audit"); }), bpt);
-  report("update", cfg, time_single(space, reps, update), time_stream(space, ops, update), reps,
-         update_bytes, launches_of([&] { update(); context.fence("bench::audit"); }), bpt);
+  report("insert", cfg, time_single(space, reps, insert), time_stream(space, ops, insert), reps, insert_bytes,
+         launches_of([&] {
+           insert();
+           context.fence("bench::audit");
+         }),
+         bpt);
+  report("sample", cfg, time_single(space, reps, sample), time_stream(space, ops, sample), reps, sample_bytes,
+         launches_of([&] {
+           sample();
+           context.fence("bench::audit");
+         }),
+         bpt);
+  report("update", cfg, time_single(space, reps, update), time_stream(space, ops, update), reps, update_bytes,
+         launches_of([&] {
+           update();
+           context.fence("bench::audit");
+         }),
+         bpt);
   report("sample_update", cfg, time_single(space, reps, both), time_stream(space, ops, both), reps,
-         sample_bytes + update_bytes, launches_of([&] { both(); context.fence("bench::audit"); }), bpt);
+         sample_bytes + update_bytes, launches_of([&] {
+           both();
+           context.fence("bench::audit");
+         }),
+         bpt);
 }
 
 }  // namespace

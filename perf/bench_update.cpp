@@ -46,12 +46,15 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick") o.quick = true;
-    else if (a == "--repeats" && i + 1 < argc) o.repeats = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--export-checkpoint" && i + 1 < argc) o.export_dir = argv[++i];
-    else if (a == "--dense" && i + 1 < argc && (std::string(argv[i + 1]) == "portable" ||
-                                                std::string(argv[i + 1]) == "blas" ||
-                                                std::string(argv[i + 1]) == "both"))
+    if (a == "--quick")
+      o.quick = true;
+    else if (a == "--repeats" && i + 1 < argc)
+      o.repeats = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--export-checkpoint" && i + 1 < argc)
+      o.export_dir = argv[++i];
+    else if (a == "--dense" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "portable" || std::string(argv[i + 1]) == "blas" ||
+              std::string(argv[i + 1]) == "both"))
       o.dense = argv[++i];
     else {
       std::cerr << "usage: " << argv[0]
@@ -63,8 +66,8 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-Kokkos::View<float**, Kokkos::LayoutRight, Mem> random_matrix(const Exec& space, int rows, int cols,
-                                                               std::mt19937& rng, const std::string& label) {
+Kokkos::View<float**, Kokkos::LayoutRight, Mem> random_matrix(const Exec& space, int rows, int cols, std::mt19937& rng,
+                                                              const std::string& label) {
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> d(Kokkos::view_alloc(space, label), rows, cols);
   auto h = Kokkos::create_mirror_view(d);
   std::normal_distribution<float> n(0.0f, 0.01f);
@@ -118,8 +121,8 @@ int main(int argc, char** argv) {
                                      [](int i) { return 0.001f * static_cast<float>(i % 7 - 3); });
     batch.discounts = vector_of<float>(space, batch_size, "foxrl::bench::discounts", [](int) { return 0.99f; });
     batch.is_weights = vector_of<float>(space, batch_size, "foxrl::bench::is_weights", [](int) { return 1.0f; });
-    batch.indices = vector_of<std::int64_t>(space, batch_size, "foxrl::bench::indices",
-                                            [](int i) { return std::int64_t(i); });
+    batch.indices =
+        vector_of<std::int64_t>(space, batch_size, "foxrl::bench::indices", [](int i) { return std::int64_t(i); });
 
     for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
       if (opt.dense != "both" && opt.dense != foxrl::to_string(backend)) continue;
@@ -152,8 +155,8 @@ int main(int argc, char** argv) {
       std::printf(
           "{\"bench\":\"dqn_update\",\"config\":\"%s batch %d dense %s\",\"median_us\":%.2f,\"repeats\":%d,"
           "\"backend\":\"%s\",\"launches_per_update\":%zu,\"gemm_calls_per_update\":%d}\n",
-          learner.layout().describe().c_str(), batch_size, foxrl::to_string(backend), us[us.size() / 2],
-          opt.repeats, Exec::name(), launches, backend == foxrl::DenseBackend::blas ? gemm_calls : 0);
+          learner.layout().describe().c_str(), batch_size, foxrl::to_string(backend), us[us.size() / 2], opt.repeats,
+          Exec::name(), launches, backend == foxrl::DenseBackend::blas ? gemm_calls : 0);
 
       // Pipelined: `pipeline` updates queued, one fence; median over rounds.
       const int pipeline = opt.quick ? 4 : 20;

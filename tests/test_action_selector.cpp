@@ -2,9 +2,9 @@
 // bit for bit (so a seed gives the same actions on every backend), the
 // epsilon schedules follow their formulas, greedy mode is the argmax.
 #include "collect/action_selector.hpp"
+#include "core/execution_context.hpp"
 #include "kernels/core/counter_rng.hpp"
 #include "support/env_test_util.hpp"
-#include "core/execution_context.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -73,7 +73,7 @@ TEST_CASE("epsilon schedules follow their formulas", "[action_selector]") {
 }
 
 TEMPLATE_TEST_CASE("ActionSelector: same seed, same actions as a host evaluation", "[action_selector][rng]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -84,9 +84,10 @@ TEMPLATE_TEST_CASE("ActionSelector: same seed, same actions as a host evaluation
   std::vector<float> q(static_cast<std::size_t>(n) * A);
   for (auto& v : q) v = z(rng);
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> d_q(Kokkos::view_alloc(space, "foxrl::test::q"), n, A);
-  Kokkos::deep_copy(space, d_q,
-                    Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>(q.data(), n, A));
+  Kokkos::deep_copy(
+      space, d_q,
+      Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          q.data(), n, A));
   std::vector<std::int32_t> argmax(n);
   for (int i = 0; i < n; ++i) {
     int best = 0;
@@ -105,8 +106,8 @@ TEMPLATE_TEST_CASE("ActionSelector: same seed, same actions as a host evaluation
   const std::uint64_t explore_seed = foxrl::kernels::derive_seed(seed, foxrl::kernels::rng_tag::explore);
   CHECK(selector.explore_seed() == explore_seed);
 
-  for (std::int64_t step : {std::int64_t{0}, std::int64_t{8000}, std::int64_t{50000}, std::int64_t{90000},
-                            std::int64_t{500000}}) {
+  for (std::int64_t step :
+       {std::int64_t{0}, std::int64_t{8000}, std::int64_t{50000}, std::int64_t{90000}, std::int64_t{500000}}) {
     const float eps = static_cast<float>(schedule(step));
     selector.select(space, d_q, step, actions);
     const auto a1 = foxrl::test::to_host(space, actions);

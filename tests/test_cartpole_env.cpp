@@ -1,10 +1,10 @@
 // CartPoleEnv against a float64 transcription of Gymnasium's CartPole-v1,
 // plus termination, truncation and auto-reset (whose draws are recomputed on
 // the host from the counter-based RNG).
+#include "core/execution_context.hpp"
 #include "envs/cartpole_env.hpp"
 #include "kernels/core/counter_rng.hpp"
 #include "support/env_test_util.hpp"
-#include "core/execution_context.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -32,8 +32,7 @@ std::array<float, 4> host_reset_state(std::uint64_t seed, int env, std::uint64_t
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("CartPole step matches float64 Gymnasium equations", "[cartpole]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("CartPole step matches float64 Gymnasium equations", "[cartpole]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -68,8 +67,7 @@ TEMPLATE_TEST_CASE("CartPole step matches float64 Gymnasium equations", "[cartpo
   }
 }
 
-TEMPLATE_TEST_CASE("CartPole resets draw from the per-env counter RNG", "[cartpole]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("CartPole resets draw from the per-env counter RNG", "[cartpole]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -93,7 +91,7 @@ TEMPLATE_TEST_CASE("CartPole resets draw from the per-env counter RNG", "[cartpo
 }
 
 TEMPLATE_TEST_CASE("CartPole terminates, truncates at 500 and auto-resets in the same step", "[cartpole]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();

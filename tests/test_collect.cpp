@@ -1,8 +1,8 @@
 // foxrl collect: a recorded dataset is what stepping the env with the
 // recorded actions gives (the rollout reference), loads as safetensors with
 // its metadata, and a greedy dataset's actions are the checkpoint's argmax.
-#include "collect/collect.hpp"
 #include "agents/dqn/dqn_trainer.hpp"
+#include "collect/collect.hpp"
 #include "core/execution_context.hpp"
 #include "envs/rollout.hpp"
 #include "io/safetensors.hpp"
@@ -144,7 +144,8 @@ TEST_CASE("greedy dataset takes the checkpoint's argmax actions", "[collect]") {
   const auto actions = values<std::int32_t>(tensor(file, "actions"));
 
   foxrl::Policy<Exec> policy(space, dir, 40);
-  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> raw("foxrl::test::raw", 40, D), q("foxrl::test::q", 40, 3);
+  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> raw("foxrl::test::raw", 40, D),
+      q("foxrl::test::q", 40, 3);
   for (int i = 0; i < 40; ++i)
     for (int j = 0; j < D; ++j) raw(i, j) = obs[static_cast<std::size_t>(i * D + j)];
   policy.q_values(space, raw, q);

@@ -1,12 +1,12 @@
 // The dense products (both backends) against float64 host loops, on shapes
 // that are not multiples of any tile size.
+#include "core/execution_context.hpp"
 #include "kernels/nn/adam.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/small_dense.hpp"
 #include "nn/dense_ops.hpp"
-#include "core/execution_context.hpp"
-#include "support/reference_dqn.hpp"
 #include "nn/row_major_gemm.hpp"
+#include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -83,8 +83,8 @@ TEMPLATE_TEST_CASE("dense kernels match float64 host products", "[dense]", FOXRL
 
       ops.backward_input(space, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(W), foxrl::ConstMatrix<Mem>(MASK),
                          foxrl::MutableMatrix<Mem>(DX));
-      ops.backward_weights(space, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(X), foxrl::MutableMatrix<Mem>(DW),
-                           foxrl::MutableVector<Mem>(DB));
+      ops.backward_weights(space, foxrl::ConstMatrix<Mem>(DY), foxrl::ConstMatrix<Mem>(X),
+                           foxrl::MutableMatrix<Mem>(DW), foxrl::MutableVector<Mem>(DB));
       const auto dx = foxrl::test::to_host(space, DX);
       const auto dw = foxrl::test::to_host(space, DW);
       const auto db = foxrl::test::to_host(space, DB);
@@ -149,9 +149,9 @@ TEMPLATE_TEST_CASE("RowMajorGemm matches float64 products for every transpose co
   }
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("foxrl::test::A", 3, 4), B("foxrl::test::B", 5, 6),
       C("foxrl::test::C", 3, 6);
-  CHECK_THROWS_AS(gemm(space, false, false, foxrl::ConstMatrix<Mem>(A), foxrl::ConstMatrix<Mem>(B),
-                       foxrl::MutableMatrix<Mem>(C)),
-                  foxrl::Error);
+  CHECK_THROWS_AS(
+      gemm(space, false, false, foxrl::ConstMatrix<Mem>(A), foxrl::ConstMatrix<Mem>(B), foxrl::MutableMatrix<Mem>(C)),
+      foxrl::Error);
 }
 
 TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over several row chunks", "[dense][fused]",
@@ -229,7 +229,8 @@ TEMPLATE_TEST_CASE("relu_backward and small_dense_forward match float64 over sev
         for (int k = 0; k < K; ++k) {
           worst_db = std::max(worst_db, std::abs(ref_db[k] - db(k)));
           if (small)
-            for (int n = 0; n < NS; ++n) worst_dw = std::max(worst_dw, std::abs(ref_dw[std::size_t(n) * K + k] - dw(n, k)));
+            for (int n = 0; n < NS; ++n)
+              worst_dw = std::max(worst_dw, std::abs(ref_dw[std::size_t(n) * K + k] - dw(n, k)));
         }
         INFO("launch " << rep);
         CHECK(worst_dz < tolerance);
@@ -326,7 +327,7 @@ TEMPLATE_TEST_CASE("the head kernel with the hidden epilogue fused matches float
           worst_y = std::max(worst_y, std::abs(ref - y(m, n)));
         }
       }
-      CHECK(worst_h == 0.0);  // the same float addition and ReLU as bias_activation
+      CHECK(worst_h == 0.0);           // the same float addition and ReLU as bias_activation
       CHECK(worst_y < tolerance * 4);  // K = 173 terms of size <= 2
     }
   }

@@ -2,13 +2,13 @@
 // dueling identity, double-DQN targets, loss, gradients (central finite
 // differences of the float64 loss), Adam, clipping, target updates, and the
 // one-stream rule for a full update.
-#include "kernels/nn/adam.hpp"
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "kernels/nn/adam.hpp"
+#include "kernels/nn/weight_init.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
-#include "kernels/nn/weight_init.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -52,12 +52,11 @@ bool is_padding(const foxrl::NetworkLayout& layout, std::size_t i) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("weights come from the counter hash, bit for bit", "[learner][init]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("weights come from the counter hash, bit for bit", "[learner][init]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
-  for (const auto scheme : {foxrl::InitScheme::torch_default, foxrl::InitScheme::he_uniform,
-                            foxrl::InitScheme::xavier_uniform}) {
+  for (const auto scheme :
+       {foxrl::InitScheme::torch_default, foxrl::InitScheme::he_uniform, foxrl::InitScheme::xavier_uniform}) {
     auto config = small_config();
     config.init = scheme;
     foxrl::DqnLearner<Exec> learner(context.space(), config);
@@ -77,7 +76,7 @@ TEMPLATE_TEST_CASE("weights come from the counter hash, bit for bit", "[learner]
       const auto& s = layout.layers[l];
       const double bound = scheme == foxrl::InitScheme::torch_default ? 1.0 / std::sqrt(double(s.in))
                            : scheme == foxrl::InitScheme::he_uniform  ? std::sqrt(6.0 / s.in)
-                                                                       : std::sqrt(6.0 / (s.in + s.out));
+                                                                      : std::sqrt(6.0 / (s.in + s.out));
       for (std::size_t k = 0; k < s.weight_size(); ++k)
         if (std::abs(online[s.weight_offset + k]) > bound * (1 + 1e-6)) ++out_of_range;
     }
@@ -107,7 +106,7 @@ TEST_CASE("the same seed gives bit-identical weights on Cuda and Serial", "[lear
 #endif
 
 TEMPLATE_TEST_CASE("inference matches the float64 reference and the dueling identity holds", "[learner][forward]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -128,7 +127,8 @@ TEMPLATE_TEST_CASE("inference matches the float64 reference and the dueling iden
     double worst = 0.0, worst_identity = 0.0;
     int wrong_actions = 0, disagreeing_actions = 0;
     for (int i = 0; i < R; ++i) {
-      const auto ref = net.q(std::vector<double>(batch.states.begin() + i * 5, batch.states.begin() + i * 5 + 5).data());
+      const auto ref =
+          net.q(std::vector<double>(batch.states.begin() + i * 5, batch.states.begin() + i * 5 + 5).data());
       double mean_q_minus_v = 0.0;
       for (int j = 0; j < 3; ++j) {
         worst = std::max(worst, std::abs(ref[j] - qh(i, j)));
@@ -152,7 +152,7 @@ TEMPLATE_TEST_CASE("inference matches the float64 reference and the dueling iden
 }
 
 TEMPLATE_TEST_CASE("update: loss, targets and gradients match the float64 reference", "[learner][grad]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -180,7 +180,7 @@ TEMPLATE_TEST_CASE("update: loss, targets and gradients match the float64 refere
       INFO("backend " << foxrl::to_string(backend) << ", loss " << (kind == foxrl::LossKind::huber ? "huber" : "mse"));
       int beyond_delta = 0;
       for (const double t : ref.abs_td) beyond_delta += t > 1.0;
-      REQUIRE(beyond_delta > 0);   // both sides of the Huber delta are exercised
+      REQUIRE(beyond_delta > 0);  // both sides of the Huber delta are exercised
       REQUIRE(beyond_delta < B);
       CHECK(metrics(foxrl::LearnerMetrics::loss) == Approx(ref.loss).epsilon(1e-5));
       CHECK(metrics(foxrl::LearnerMetrics::mean_q) == Approx(ref.mean_q).epsilon(1e-5).margin(1e-6));
@@ -277,7 +277,7 @@ TEMPLATE_TEST_CASE("a large-batch update (several loss teams and row chunks) mat
 }
 
 TEMPLATE_TEST_CASE("Adam with clipping and weight decay matches a float64 reference", "[learner][adam]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -349,7 +349,7 @@ TEMPLATE_TEST_CASE("Adam with clipping and weight decay matches a float64 refere
 }
 
 TEMPLATE_TEST_CASE("target network: Polyak every update, hard copy every K updates", "[learner][target]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -386,8 +386,7 @@ TEMPLATE_TEST_CASE("target network: Polyak every update, hard copy every K updat
   }
 }
 
-TEMPLATE_TEST_CASE("a full update runs on the context's instance", "[learner][audit]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("a full update runs on the context's instance", "[learner][audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;

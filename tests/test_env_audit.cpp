@@ -2,9 +2,9 @@
 // action selection run every kernel, allocation and fence on the run's
 // instance with foxrl:: labels.
 #include "collect/action_selector.hpp"
-#include "envs/cartpole_env.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "envs/cartpole_env.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/signal_adapter.hpp"
@@ -68,8 +68,8 @@ TEMPLATE_TEST_CASE("acting half stays on the run's instance", "[audit][envs]", F
     config.episode_length = 50;
     env.emplace(space, *market, foxrl::MarketSplit{0, market->size()}, n, context.seed(), config);
     market_adapter.emplace(space, env->obs_dim());
-    market_norm = Matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::market_norm"), n,
-                         env->obs_dim());
+    market_norm =
+        Matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::market_norm"), n, env->obs_dim());
     market_q = Matrix(Kokkos::view_alloc(space, "foxrl::test::market_q"), n, env->num_actions());
     market_selector.emplace(env->num_actions(), context.seed());
     for (int it = 0; it < 3; ++it) {
@@ -83,8 +83,7 @@ TEMPLATE_TEST_CASE("acting half stays on the run's instance", "[audit][envs]", F
   CHECK(record.launches.size() >= 12);
 }
 
-TEMPLATE_TEST_CASE("an env step is one launch (CartPole) or two (market)", "[audit][envs]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("an env step is one launch (CartPole) or two (market)", "[audit][envs]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;

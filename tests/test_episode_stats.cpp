@@ -1,8 +1,8 @@
 // EpisodeStats against a host model: per-env running returns, finished
 // episodes entering the ring in env order, the count, and the last-100 mean,
 // for a few envs, a thousand (more than one GPU team) and 65539.
-#include "envs/episode_stats.hpp"
 #include "core/execution_context.hpp"
+#include "envs/episode_stats.hpp"
 
 #include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
@@ -13,8 +13,8 @@
 #include <random>
 #include <vector>
 
-TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the finished ring",
-                   "[episode_stats]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the finished ring", "[episode_stats]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   using foxrl::test::to_device;

@@ -6,8 +6,7 @@
 
 #include <string>
 
-TEMPLATE_TEST_CASE("ExecutionContext runs labelled kernels on its own instance",
-                        "[context]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ExecutionContext runs labelled kernels on its own instance", "[context]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context(42);
   CHECK(context.seed() == 42);
@@ -19,8 +18,7 @@ TEMPLATE_TEST_CASE("ExecutionContext runs labelled kernels on its own instance",
   Kokkos::View<long*, typename Exec::memory_space> values;
   const auto record = foxrl::audit([&] {
     values = Kokkos::View<long*, typename Exec::memory_space>(
-        Kokkos::view_alloc(context.space(), Kokkos::WithoutInitializing, "foxrl::test::values"),
-        1000);
+        Kokkos::view_alloc(context.space(), Kokkos::WithoutInitializing, "foxrl::test::values"), 1000);
     Kokkos::parallel_for(
         "foxrl::test::fill", Kokkos::RangePolicy<Exec>(context.space(), 0, 1000),
         KOKKOS_LAMBDA(int i) { values(i) = i; });

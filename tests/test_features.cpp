@@ -1,13 +1,13 @@
 // Market features and the SignalAdapter: per-bar features against a float64
 // host reference, the no-lookahead property, and the Welford/Chan normalizer
 // against float64 host statistics.
-#include "support/allclose.hpp"
-#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
 #include "kernels/market/features.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/signal_adapter.hpp"
+#include "support/allclose.hpp"
+#include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -53,7 +53,8 @@ HostFeatures host_features(const foxrl::MarketSeries& s, int W) {
 // Observations of decision times [W, L) for one feature set, all envs flat
 // except a varying position, as a host array [times, D].
 template <class Exec>
-std::vector<float> all_observations(const Exec& space, const foxrl::MarketSeries& s, const foxrl::ObservationSpec& spec) {
+std::vector<float> all_observations(const Exec& space, const foxrl::MarketSeries& s,
+                                    const foxrl::ObservationSpec& spec) {
   foxrl::MarketFeatures<Exec> market(space, s, spec.rolling_window());
   const int L = market.size(), W = spec.window, D = spec.obs_dim();
   std::vector<std::int32_t> times, positions;
@@ -96,7 +97,7 @@ TEMPLATE_TEST_CASE("bar features match a float64 host reference", "[features]", 
 }
 
 TEMPLATE_TEST_CASE("observations never read bars at or after the decision time", "[features][lookahead]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -149,7 +150,7 @@ TEMPLATE_TEST_CASE("observations never read bars at or after the decision time",
 }
 
 TEMPLATE_TEST_CASE("market env observations are unaffected by future bars", "[features][lookahead]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -193,7 +194,7 @@ TEMPLATE_TEST_CASE("market env observations are unaffected by future bars", "[fe
 }
 
 TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and variance", "[signal_adapter]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -222,9 +223,10 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
     }
     Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> raw(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::raw"), batch, D);
-    Kokkos::deep_copy(space, raw,
-                      Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x.data(), batch, D));
+    Kokkos::deep_copy(
+        space, raw,
+        Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+            x.data(), batch, D));
     Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> out(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::out"), batch, D);
     adapter.process(space, raw, out);
@@ -272,14 +274,15 @@ TEMPLATE_TEST_CASE("SignalAdapter running statistics match float64 host mean and
   foxrl::SignalAdapter<Exec> restored(space, D, config, mask);
   restored.import_state(space, before);
   restored.set_frozen(true);
-  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> a(
-      Kokkos::view_alloc(space, "foxrl::test::a"), 3, D), b(Kokkos::view_alloc(space, "foxrl::test::b"), 3, D);
+  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> a(Kokkos::view_alloc(space, "foxrl::test::a"),
+                                                                            3, D),
+      b(Kokkos::view_alloc(space, "foxrl::test::b"), 3, D);
   adapter.process(space, probe, a);
   restored.process(space, probe, b);
   const auto ha = foxrl::test::to_host(space, a);
   const auto hb = foxrl::test::to_host(space, b);
   CHECK(foxrl::test::allclose(ha, hb, 0.0, 0.0));
-  CHECK(ha(0, 1) == 3.0f);  // 1234.5 is far above feature 1's mean of ~1000 in units of 0.01: clipped
+  CHECK(ha(0, 1) == 3.0f);     // 1234.5 is far above feature 1's mean of ~1000 in units of 0.01: clipped
   CHECK(ha(0, 4) == 1234.5f);  // masked: passed through
 
   foxrl::NormalizerState wrong = before;
@@ -304,9 +307,10 @@ TEMPLATE_TEST_CASE("SignalAdapter statistics with more features than a team has 
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(0.1 * (i % D) + z(rng));
   Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> raw(
       Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::raw"), n, D);
-  Kokkos::deep_copy(space, raw,
-                    Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>(x.data(), n, D));
+  Kokkos::deep_copy(
+      space, raw,
+      Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          x.data(), n, D));
   adapter.update(space, raw);
   const auto state = adapter.export_state(space);
   for (int d = 0; d < D; ++d) {

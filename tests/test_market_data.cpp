@@ -1,9 +1,9 @@
 // The OHLCV CSV loader: good files in several shapes, every kind of bad
 // input (the message must name the line, the column and the value), skip
 // mode, the shared real data sets and corrupted copies of them.
-#include "support/env_test_util.hpp"
 #include "core/error.hpp"
 #include "market/market_data.hpp"
+#include "support/env_test_util.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -115,10 +115,16 @@ TEST_CASE("loader rejects each kind of bad input naming line, column and value",
       {"high < low", "2020-01-02,10,9,11,10,1\n", {":3:", "column 3 (high)", "'9'", "low '11'"}},
       {"high < max(open, close)", "2020-01-02,10,11,9,12,1\n", {":3:", "column 3 (high)", "'11'", "close '12'"}},
       {"low > min(open, close)", "2020-01-02,8,11,9,10,1\n", {":3:", "column 4 (low)", "'9'", "open '8'"}},
-      {"duplicated timestamp", "2020-01-01,10,11,9,10.5,100\n", {":3:", "column 1 (timestamp)", "'2020-01-01'", "duplicates"}},
-      {"earlier timestamp", "2019-12-31,10,11,9,10.5,100\n", {":3:", "column 1 (timestamp)", "'2019-12-31'", "earlier"}},
+      {"duplicated timestamp",
+       "2020-01-01,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'2020-01-01'", "duplicates"}},
+      {"earlier timestamp",
+       "2019-12-31,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'2019-12-31'", "earlier"}},
       {"bad timestamp", "2020-02-30,10,11,9,10.5,100\n", {":3:", "column 1 (timestamp)", "'2020-02-30'"}},
-      {"too few fields (truncated last line)", "2020-01-02,10,11", {":3:", "expected 6 fields", "found 3", "'2020-01-02,10,11'"}},
+      {"too few fields (truncated last line)",
+       "2020-01-02,10,11",
+       {":3:", "expected 6 fields", "found 3", "'2020-01-02,10,11'"}},
       {"too many fields", "2020-01-02,10,11,9,10.5,100,7\n", {":3:", "found 7"}},
   };
   for (const auto& c : cases) {
@@ -134,8 +140,7 @@ TEST_CASE("loader rejects each kind of bad input naming line, column and value",
   CHECK_THAT(load_error(dir.write("header_only.csv", header)), Catch::Contains("no data rows"));
   const std::string missing = load_error(dir.write("missing.csv", "timestamp,open,high,close\n2020-01-01,1,1,1\n"));
   CHECK_THAT(missing, Catch::Contains(":1:") && Catch::Contains("low, volume"));
-  CHECK_THAT(load_error(dir.write("dup.csv", "timestamp,open,high,low,close,volume,Open\n")),
-             Catch::Contains("twice"));
+  CHECK_THAT(load_error(dir.write("dup.csv", "timestamp,open,high,low,close,volume,Open\n")), Catch::Contains("twice"));
   CHECK_THAT(load_error(dir.file("does_not_exist.csv")), Catch::Contains("cannot open"));
 }
 
@@ -216,13 +221,13 @@ TEST_CASE("every shared data file loads, and corrupted copies fail naming the li
     auto f = fields(mid);
     REQUIRE(f.size() == 6);
 
-    const std::string non_numeric = dir.write("non_numeric.csv",
-        join(with_line(mid, f[0] + "," + f[1] + ",12x.5," + f[3] + "," + f[4] + "," + f[5])));
+    const std::string non_numeric = dir.write(
+        "non_numeric.csv", join(with_line(mid, f[0] + "," + f[1] + ",12x.5," + f[3] + "," + f[4] + "," + f[5])));
     std::string msg = load_error(non_numeric);
     CHECK_THAT(msg, Catch::Contains(mid_line) && Catch::Contains("'12x.5'") && Catch::Contains("high"));
 
-    const std::string high_low = dir.write("high_low.csv",
-        join(with_line(mid, f[0] + "," + f[1] + "," + f[3] + "," + f[2] + "," + f[4] + "," + f[5])));
+    const std::string high_low = dir.write(
+        "high_low.csv", join(with_line(mid, f[0] + "," + f[1] + "," + f[3] + "," + f[2] + "," + f[4] + "," + f[5])));
     msg = load_error(high_low);
     // Swapping high and low of a bar with a range makes high < low; a flat
     // bar stays valid, so the message is checked only for real ranges.
@@ -233,14 +238,14 @@ TEST_CASE("every shared data file loads, and corrupted copies fail naming the li
     auto dup = lines;
     dup[mid + 1] = f[0] + dup[mid + 1].substr(dup[mid + 1].find(','));
     msg = load_error(dir.write("duplicate.csv", join(dup)));
-    CHECK_THAT(msg, Catch::Contains(line_tag(mid + 2)) && Catch::Contains("duplicates") &&
-                        Catch::Contains("'" + f[0] + "'"));
+    CHECK_THAT(
+        msg, Catch::Contains(line_tag(mid + 2)) && Catch::Contains("duplicates") && Catch::Contains("'" + f[0] + "'"));
 
     auto truncated = lines;
     const std::string last = truncated.back();
     truncated.back() = last.substr(0, last.rfind(','));  // drop the last field
     msg = load_error(dir.write("truncated.csv", join(truncated, false)));
-    CHECK_THAT(msg, Catch::Contains(line_tag(lines.size())) &&
-                        Catch::Contains("expected 6 fields") && Catch::Contains("found 5"));
+    CHECK_THAT(msg, Catch::Contains(line_tag(lines.size())) && Catch::Contains("expected 6 fields") &&
+                        Catch::Contains("found 5"));
   }
 }

@@ -1,11 +1,11 @@
 // Market replay env: rewards and costs against a float64 host reference,
 // observations against the host series, truncation-only episodes with
 // auto-reset from the counter RNG, and splits that stay inside their bars.
-#include "kernels/core/counter_rng.hpp"
-#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
+#include "kernels/core/counter_rng.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
+#include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -23,7 +23,7 @@ TEST_CASE("market cost from spread and commission", "[market_env]") {
 }
 
 TEMPLATE_TEST_CASE("market env rewards, costs and observations match a host reference", "[market_env]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -55,21 +55,24 @@ TEMPLATE_TEST_CASE("market env rewards, costs and observations match a host refe
       INFO("env " << i << " step " << step << " t " << t);
       // Observation: r[t-64..t-1] oldest first, then the position.
       for (int j = 0; j < W; ++j) {
-        CHECK(std::fabs(obs(i, j) - r[static_cast<std::size_t>(t - W + j)]) <= 1e-7 * std::fabs(r[static_cast<std::size_t>(t - W + j)]));
+        CHECK(std::fabs(obs(i, j) - r[static_cast<std::size_t>(t - W + j)]) <=
+              1e-7 * std::fabs(r[static_cast<std::size_t>(t - W + j)]));
       }
       CHECK(obs(i, W) == static_cast<float>(p));
       const double expect = q * r[static_cast<std::size_t>(t)] - config.cost * std::abs(q - p);
       // float32 reward of a float64 expression: one rounding of the float32 return and one of the result.
-      CHECK(std::fabs(reward(i) - expect) <= 2e-7 * (std::fabs(r[static_cast<std::size_t>(t)]) + config.cost * 2) + 1e-12);
+      CHECK(std::fabs(reward(i) - expect) <=
+            2e-7 * (std::fabs(r[static_cast<std::size_t>(t)]) + config.cost * 2) + 1e-12);
       CHECK(term(i) == 0);
       CHECK(next(i, W) == static_cast<float>(q));
-      CHECK(std::fabs(next(i, W - 1) - r[static_cast<std::size_t>(t)]) <= 1e-7 * std::fabs(r[static_cast<std::size_t>(t)]));
+      CHECK(std::fabs(next(i, W - 1) - r[static_cast<std::size_t>(t)]) <=
+            1e-7 * std::fabs(r[static_cast<std::size_t>(t)]));
     }
   }
 }
 
 TEMPLATE_TEST_CASE("market env truncates and auto-resets to a counter-RNG start bar", "[market_env]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -88,9 +91,9 @@ TEMPLATE_TEST_CASE("market env truncates and auto-resets to a counter-RNG start 
   CHECK(env.num_starts() == 800 - 5 - 600 + 1);
   const std::uint64_t start_seed = foxrl::kernels::derive_seed(seed, foxrl::kernels::rng_tag::market_start);
   auto expected_start = [&](int i, std::uint64_t episode) {
-    return env.first_start() + static_cast<int>(foxrl::kernels::counter_index(
-                                   start_seed, static_cast<std::uint64_t>(i), episode,
-                                   static_cast<std::uint32_t>(env.num_starts())));
+    return env.first_start() +
+           static_cast<int>(foxrl::kernels::counter_index(start_seed, static_cast<std::uint64_t>(i), episode,
+                                                          static_cast<std::uint32_t>(env.num_starts())));
   };
   auto time = foxrl::test::to_host(space, env.state().time);
   for (int i = 0; i < n; ++i) CHECK(time(i) == expected_start(i, 0));

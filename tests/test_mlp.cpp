@@ -2,9 +2,9 @@
 // the head kernel, a net without hidden layers) against a float64 host
 // MLP: forward over stacked inputs, backward of a linear loss, and the host
 // reference's gradient against central finite differences of its loss.
+#include "core/execution_context.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "nn/mlp.hpp"
-#include "core/execution_context.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 

@@ -15,13 +15,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -81,8 +81,10 @@ TEMPLATE_TEST_CASE("AdamOptimizer matches a float64 Adam, with the Polyak target
         clipped += coef < 1.0;
         for (int i = 0; i < P; ++i) {
           double gi = g[i] * coef;
-          if (mode == foxrl::WeightDecayMode::l2) gi += double(hyper.weight_decay) * rp[i];
-          else rp[i] *= 1.0 - double(hyper.lr) * hyper.weight_decay;
+          if (mode == foxrl::WeightDecayMode::l2)
+            gi += double(hyper.weight_decay) * rp[i];
+          else
+            rp[i] *= 1.0 - double(hyper.lr) * hyper.weight_decay;
           rm[i] = 0.9 * rm[i] + 0.1 * gi;
           rv[i] = 0.999 * rv[i] + 0.001 * gi * gi;
           const double mhat = rm[i] / (1 - std::pow(0.9, t)), vhat = rv[i] / (1 - std::pow(0.999, t));
@@ -197,16 +199,16 @@ TEMPLATE_TEST_CASE("the gradient hook runs between compute_gradients and apply_g
     const auto before = foxrl::test::flat_host(space, learner.online().flat);
     int calls = 0;
     double grad_sum = 0.0;
-    learner.set_gradient_hook([&](const Exec& s, const foxrl::FlatParams<Mem>& grads,
-                                  const Kokkos::View<float*, Mem>& metrics) {
-      ++calls;
-      CHECK(grads.data() == learner.gradients().data());
-      CHECK(metrics.data() == learner.metrics().data());
-      // The gradients are there (computed), and the weights not yet changed.
-      for (const float g : foxrl::test::flat_host(s, grads)) grad_sum += std::abs(g);
-      CHECK(same_bits(foxrl::test::flat_host(s, learner.online().flat), before));
-      Kokkos::deep_copy(s, grads, 0.0f);
-    });
+    learner.set_gradient_hook(
+        [&](const Exec& s, const foxrl::FlatParams<Mem>& grads, const Kokkos::View<float*, Mem>& metrics) {
+          ++calls;
+          CHECK(grads.data() == learner.gradients().data());
+          CHECK(metrics.data() == learner.metrics().data());
+          // The gradients are there (computed), and the weights not yet changed.
+          for (const float g : foxrl::test::flat_host(s, grads)) grad_sum += std::abs(g);
+          CHECK(same_bits(foxrl::test::flat_host(s, learner.online().flat), before));
+          Kokkos::deep_copy(s, grads, 0.0f);
+        });
     learner.update(space, batch);
     CHECK(calls == 1);
     CHECK(grad_sum > 0.0);

@@ -1,8 +1,8 @@
 // n-step transitions against a float64 host reference computed from the full
 // history of random episodes with terminations, truncations and resets.
-#include "core/kokkos_tools_audit.hpp"
-#include "core/execution_context.hpp"
 #include "collect/nstep_accumulator.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
 #include "support/device_copy.hpp"
 #include "support/test_spaces.hpp"
 
@@ -44,8 +44,10 @@ std::vector<HostStep> random_trajectory(int steps, int num_envs, int dim, std::u
       s.actions[e] = static_cast<std::int32_t>(rng() % 3);
       s.rewards[e] = value(rng);
       const double c = coin(rng);
-      if (c < 0.12) s.terminated[e] = 1;
-      else if (c < 0.18) s.truncated[e] = 1;
+      if (c < 0.12)
+        s.terminated[e] = 1;
+      else if (c < 0.18)
+        s.truncated[e] = 1;
       for (int d = 0; d < dim; ++d) {
         current[e * dim + d] = (s.terminated[e] || s.truncated[e]) ? value(rng) : s.next_obs[e * dim + d];
       }
@@ -90,8 +92,7 @@ using foxrl::test::to_host;
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("n-step transitions match a float64 reference across episode ends", "[nstep]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("n-step transitions match a float64 reference across episode ends", "[nstep]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   const int num_envs = 7, dim = 3, steps = 60;
@@ -114,8 +115,11 @@ TEMPLATE_TEST_CASE("n-step transitions match a float64 reference across episode 
   int checked = 0;
   for (int t = 0; t < steps; ++t) {
     const auto& s = history[t];
-    Kokkos::deep_copy(space, obs, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(s.obs.data(), num_envs, dim));
-    Kokkos::deep_copy(space, next, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(s.next_obs.data(), num_envs, dim));
+    Kokkos::deep_copy(space, obs,
+                      Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(s.obs.data(), num_envs, dim));
+    Kokkos::deep_copy(
+        space, next,
+        Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(s.next_obs.data(), num_envs, dim));
     Kokkos::deep_copy(space, actions, Kokkos::View<const std::int32_t*, Kokkos::HostSpace>(s.actions.data(), num_envs));
     Kokkos::deep_copy(space, rewards, Kokkos::View<const float*, Kokkos::HostSpace>(s.rewards.data(), num_envs));
     Kokkos::deep_copy(space, term, Kokkos::View<const std::uint8_t*, Kokkos::HostSpace>(s.terminated.data(), num_envs));

@@ -4,11 +4,11 @@
 // exactly), and chi-square goodness-of-fit of the sampling frequencies.
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
-#include "views/agents/dqn/learner_metrics.hpp"
-#include "replay/replay_buffer.hpp"
 #include "kernels/replay/sum_tree.hpp"
+#include "replay/replay_buffer.hpp"
 #include "support/device_copy.hpp"
 #include "support/test_spaces.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -35,9 +35,7 @@ struct Synthetic {
   int n_step;
   int boundary_period;  ///< every boundary_period-th (e, t) ends a window at a boundary
 
-  bool boundary(int e, std::int64_t t) const {
-    return boundary_period > 0 && (e * 7 + t * 3) % boundary_period == 0;
-  }
+  bool boundary(int e, std::int64_t t) const { return boundary_period > 0 && (e * 7 + t * 3) % boundary_period == 0; }
   static float obs(int e, std::int64_t t, int c) {
     return c == 0 ? float(e) : (c == 1 ? float(t) : 0.5f + float(c - 2));
   }
@@ -53,8 +51,7 @@ struct Synthetic {
 };
 
 template <class Exec>
-foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synthetic& syn,
-                                                   std::int64_t t) {
+foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synthetic& syn, std::int64_t t) {
   using TB = foxrl::TransitionBatch<Mem<Exec>>;
   const int n = syn.num_envs;
   const int d = syn.obs_dim;
@@ -64,8 +61,8 @@ foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synt
   b.actions = Kokkos::View<std::int32_t*, Mem<Exec>>(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
   b.rewards = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::rewards"), n);
   b.discounts = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::discounts"), n);
-  b.next_is_successor = Kokkos::View<std::uint8_t*, Mem<Exec>>(
-      Kokkos::view_alloc(space, "foxrl::test::next_is_successor"), n);
+  b.next_is_successor =
+      Kokkos::View<std::uint8_t*, Mem<Exec>>(Kokkos::view_alloc(space, "foxrl::test::next_is_successor"), n);
   auto obs = Kokkos::create_mirror_view(b.observations);
   auto next = Kokkos::create_mirror_view(b.next_observations);
   auto act = Kokkos::create_mirror_view(b.actions);
@@ -123,9 +120,7 @@ struct PriorityModel {
     }
     for (const auto& [s, p] : winner) priority[s] = p;
   }
-  double mass(std::int64_t s) const {
-    return priority[s] > 0.0f ? std::pow(double(priority[s]), double(alpha)) : 0.0;
-  }
+  double mass(std::int64_t s) const { return priority[s] > 0.0f ? std::pow(double(priority[s]), double(alpha)) : 0.0; }
 };
 
 /// Checks the device tree against a float64 model of the documented layout:
@@ -189,10 +184,8 @@ void check_tree(const Exec& space, const foxrl::ReplayBuffer<Exec>& buffer, cons
 
 /// Counts how often each slot is drawn in `calls` samples of `batch` rows.
 template <class Exec>
-std::vector<std::int64_t> draw_histogram(const Exec& space, foxrl::ReplayBuffer<Exec>& buffer,
-                                         int calls, int batch) {
-  Kokkos::View<std::int64_t*, Mem<Exec>> counts(Kokkos::view_alloc(space, "foxrl::test::counts"),
-                                                buffer.capacity());
+std::vector<std::int64_t> draw_histogram(const Exec& space, foxrl::ReplayBuffer<Exec>& buffer, int calls, int batch) {
+  Kokkos::View<std::int64_t*, Mem<Exec>> counts(Kokkos::view_alloc(space, "foxrl::test::counts"), buffer.capacity());
   for (int c = 0; c < calls; ++c) {
     const auto b = buffer.sample(space, batch, 0.5f);
     const auto idx = b.indices;
@@ -212,8 +205,7 @@ double chi_square_critical_0001(int df) {
   return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
 }
 
-double chi_square(const std::vector<std::int64_t>& counts, const std::vector<double>& prob,
-                  std::int64_t draws) {
+double chi_square(const std::vector<std::int64_t>& counts, const std::vector<double>& prob, std::int64_t draws) {
   double stat = 0.0;
   for (std::size_t i = 0; i < prob.size(); ++i) {
     if (prob[i] <= 0.0) continue;
@@ -241,8 +233,8 @@ foxrl::ReplayConfig small_config(std::int64_t capacity, int obs_dim, int num_env
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across boundaries and wrap",
-                        "[replay]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across boundaries and wrap", "[replay]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -285,8 +277,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across
   }
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row was reused",
-                        "[replay]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row was reused", "[replay]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -356,7 +348,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random inserts and updates",
-                        "[replay][sum_tree]", FOXRL_TEST_SPACES) {
+                   "[replay][sum_tree]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -371,45 +363,47 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
   };
   std::map<std::int64_t, std::vector<float>> final_tree;  // per capacity, top-owner run
   for (const bool below_top : {false, true})
-  for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
-  INFO("capacity " << c.capacity << ", update teams own nodes " << (below_top ? "below the top" : "at the top"));
-  const Synthetic syn{c.num_envs, 2, 3, 0};
-  auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
-  foxrl::ReplayBuffer<Exec> buffer(space, config);
-  buffer.set_update_owner_below_top(below_top);
-  PriorityModel model(c.capacity, config.alpha, config.eps);
+    for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
+      INFO("capacity " << c.capacity << ", update teams own nodes " << (below_top ? "below the top" : "at the top"));
+      const Synthetic syn{c.num_envs, 2, 3, 0};
+      auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
+      foxrl::ReplayBuffer<Exec> buffer(space, config);
+      buffer.set_update_owner_below_top(below_top);
+      PriorityModel model(c.capacity, config.alpha, config.eps);
 
-  std::mt19937_64 rng(7);
-  std::int64_t t = 0;
-  for (int step = 0; step < c.steps; ++step) {
-    if (buffer.size() == 0 || rng() % 3 == 0) {
-      buffer.insert(space, make_transitions(space, syn, t++));
-      model.insert(syn.num_envs);
-    } else {
-      const int n = 1 + int(rng() % std::uint64_t(c.max_update));
-      std::vector<std::int64_t> idx(n);
-      std::vector<float> td(n);
-      std::uniform_real_distribution<float> err(0.0f, 4.0f);
-      for (int e = 0; e < n; ++e) {
-        idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
-        td[e] = err(rng) * err(rng);  // spread over several orders of magnitude
+      std::mt19937_64 rng(7);
+      std::int64_t t = 0;
+      for (int step = 0; step < c.steps; ++step) {
+        if (buffer.size() == 0 || rng() % 3 == 0) {
+          buffer.insert(space, make_transitions(space, syn, t++));
+          model.insert(syn.num_envs);
+        } else {
+          const int n = 1 + int(rng() % std::uint64_t(c.max_update));
+          std::vector<std::int64_t> idx(n);
+          std::vector<float> td(n);
+          std::uniform_real_distribution<float> err(0.0f, 4.0f);
+          for (int e = 0; e < n; ++e) {
+            idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
+            td[e] = err(rng) * err(rng);  // spread over several orders of magnitude
+          }
+          buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+          model.update(idx, td);
+        }
+        INFO("step " << step);
+        check_tree(space, buffer, model);
       }
-      buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
-      model.update(idx, td);
+      // Same draws, same tree bit for bit, whichever level the teams own.
+      const auto tree = to_host(space, buffer.storage().tree);
+      std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
+      if (!below_top)
+        final_tree[c.capacity] = flat;
+      else
+        CHECK(flat == final_tree[c.capacity]);
     }
-    INFO("step " << step);
-    check_tree(space, buffer, model);
-  }
-  // Same draws, same tree bit for bit, whichever level the teams own.
-  const auto tree = to_host(space, buffer.storage().tree);
-  std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
-  if (!below_top) final_tree[c.capacity] = flat;
-  else CHECK(flat == final_tree[c.capacity]);
-  }
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest priority wins",
-                        "[replay]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest priority wins", "[replay]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -440,8 +434,10 @@ TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest pr
   CHECK(trees[0] == trees[1]);
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer: negative td errors (a rejected update's) change no priority, non-finite "
-                   "ones quarantine their transition", "[replay][guard]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE(
+    "ReplayBuffer: negative td errors (a rejected update's) change no priority, non-finite "
+    "ones quarantine their transition",
+    "[replay][guard]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -489,8 +485,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer: negative td errors (a rejected update's) chang
   CHECK(to_host(space, buffer.storage().max_priority)() == Approx(4.0 + 1e-6).epsilon(1e-7));
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square, 10^6 draws)",
-                        "[replay][statistics]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square, 10^6 draws)", "[replay][statistics]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -528,7 +524,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer sampling frequencies follow p^alpha (chi-square
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer with alpha = 0 samples the filled slots uniformly, never the others",
-                        "[replay][statistics]", FOXRL_TEST_SPACES) {
+                   "[replay][statistics]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -557,8 +553,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer with alpha = 0 samples the filled slots uniform
   for (int k = 0; k < 256; ++k) CHECK(weights(k) == 1.0f);
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host reference",
-                        "[replay]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host reference", "[replay]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -621,8 +616,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer importance weights and draws match a host refer
   }
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer insert, sample and update stay on the context's instance",
-                        "[replay][audit]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer insert, sample and update stay on the context's instance", "[replay][audit]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -655,8 +650,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer insert, sample and update stay on the context's
   }
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer rejects bad input and reports its footprint", "[replay]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("ReplayBuffer rejects bad input and reports its footprint", "[replay]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();

@@ -1,7 +1,7 @@
-#include "io/atomic_file.hpp"
 #include "core/error.hpp"
-#include "market/market_evaluation.hpp"
+#include "io/atomic_file.hpp"
 #include "io/svg_chart.hpp"
+#include "market/market_evaluation.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -30,9 +30,8 @@ TEST_CASE("atomic write replaces a file and reports failures with the path", "[i
 }
 
 TEST_CASE("line chart holds one path per series, a legend, and skips non-finite points", "[io]") {
-  const auto svg = foxrl::render_line_chart(
-      "Equity <test>", "bar", "equity",
-      {{"agent", {1.0, 1.1, NAN, 1.3}}, {"buy & hold", {1.0, 0.9, 0.95, 1.0}}});
+  const auto svg = foxrl::render_line_chart("Equity <test>", "bar", "equity",
+                                            {{"agent", {1.0, 1.1, NAN, 1.3}}, {"buy & hold", {1.0, 0.9, 0.95, 1.0}}});
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK_THAT(svg, Catch::Contains("Equity &lt;test&gt;") && Catch::Contains("buy &amp; hold"));
   std::size_t paths = 0;

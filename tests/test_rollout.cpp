@@ -1,9 +1,9 @@
 // Rollouts: the CartPole trace from an explicit initial state follows the
 // float64 Gymnasium equations, the CSV holds exactly the trace, and bad
 // action files are rejected with the line number.
-#include "support/env_test_util.hpp"
 #include "core/execution_context.hpp"
 #include "envs/rollout.hpp"
+#include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,7 +15,7 @@
 #include <vector>
 
 TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium equations", "[rollout]",
-                        FOXRL_TEST_SPACES) {
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   foxrl::RolloutOptions options;
@@ -27,7 +27,8 @@ TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium
   const auto trace = foxrl::rollout(context.space(), options, actions);
   REQUIRE(trace.size() == actions.size());
   REQUIRE(trace.obs_dim == 4);
-  for (int k = 0; k < 4; ++k) CHECK(trace.observations[static_cast<std::size_t>(k)] == (*options.initial_state)[static_cast<std::size_t>(k)]);
+  for (int k = 0; k < 4; ++k)
+    CHECK(trace.observations[static_cast<std::size_t>(k)] == (*options.initial_state)[static_cast<std::size_t>(k)]);
   bool seen_termination = false;
   for (std::size_t step = 0; step + 1 < trace.size(); ++step) {
     double s[4];
@@ -68,7 +69,8 @@ TEST_CASE("rollout writes the expected CSV and validates the action file", "[rol
     while (std::getline(ss, cell, ',')) cells.push_back(cell);
     REQUIRE(cells.size() == 9);
     CHECK(std::stoul(cells[0]) == rows);
-    for (int k = 0; k < 4; ++k) CHECK(std::stof(cells[static_cast<std::size_t>(1 + k)]) == trace.observations[rows * 4 + k]);
+    for (int k = 0; k < 4; ++k)
+      CHECK(std::stof(cells[static_cast<std::size_t>(1 + k)]) == trace.observations[rows * 4 + k]);
     CHECK(std::stoi(cells[5]) == trace.actions[rows]);
     CHECK(std::stof(cells[6]) == trace.rewards[rows]);
     CHECK(std::stoi(cells[7]) == trace.terminated[rows]);

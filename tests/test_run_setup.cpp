@@ -44,8 +44,8 @@ TEST_CASE("the run setup gives train, policy and eval the same components", "[se
   const std::string features = GENERATE(std::string("returns"), std::string("ohlcv"));
   if (env == foxrl::EnvKind::cartpole && features == "ohlcv") return;  // features are the market's
   INFO(foxrl::env_kind_name(env) << ", features " << features);
-  const auto dir = (fs::temp_directory_path() / ("foxrl_setup_" + std::to_string(::getpid()) + "_" +
-                                                 foxrl::env_kind_name(env) + "_" + features))
+  const auto dir = (fs::temp_directory_path() /
+                    ("foxrl_setup_" + std::to_string(::getpid()) + "_" + foxrl::env_kind_name(env) + "_" + features))
                        .string();
   fs::remove_all(dir);
   fs::create_directories(dir);

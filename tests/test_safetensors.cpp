@@ -3,18 +3,18 @@
 // learner's weights stay as they were.
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
-#include "support/reference_dqn.hpp"
 #include "io/safetensors.hpp"
+#include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -126,8 +126,7 @@ TEMPLATE_TEST_CASE("checkpoint round trip is bit-exact", "[checkpoint]", FOXRL_T
   std::remove(path.c_str());
 }
 
-TEMPLATE_TEST_CASE("bad checkpoints are rejected and change nothing", "[checkpoint]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("bad checkpoints are rejected and change nothing", "[checkpoint]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();

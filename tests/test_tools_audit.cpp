@@ -17,8 +17,7 @@ bool default_instance_is_distinguishable(const foxrl::ExecutionContext<Exec>& co
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("audit flags a launch on the default instance", "[audit]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("audit flags a launch on the default instance", "[audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   if (!default_instance_is_distinguishable(context)) {
@@ -26,13 +25,13 @@ TEMPLATE_TEST_CASE("audit flags a launch on the default instance", "[audit]",
                    << " instance the same id: default-instance launches cannot be told apart here");
     return;
   }
-  Kokkos::View<int*, typename Exec::memory_space> values(
-      Kokkos::view_alloc(context.space(), "foxrl::test::values"), 16);
+  Kokkos::View<int*, typename Exec::memory_space> values(Kokkos::view_alloc(context.space(), "foxrl::test::values"),
+                                                         16);
   context.fence("test::setup");
   const auto record = foxrl::audit([&] {
     // Deliberately on the default instance.
-    Kokkos::parallel_for("foxrl::test::on_default_instance", Kokkos::RangePolicy<Exec>(0, 16),
-                         KOKKOS_LAMBDA(int i) { values(i) = i; });
+    Kokkos::parallel_for(
+        "foxrl::test::on_default_instance", Kokkos::RangePolicy<Exec>(0, 16), KOKKOS_LAMBDA(int i) { values(i) = i; });
     Exec().fence();
   });
   const auto off = record.launches_off(foxrl::tools_device_id(context.space()));
@@ -52,8 +51,7 @@ TEMPLATE_TEST_CASE("audit flags a global fence", "[audit]", FOXRL_TEST_SPACES) {
   CHECK(!off.empty());
 }
 
-TEMPLATE_TEST_CASE("audit accepts labelled fences of the run's instance", "[audit]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("audit accepts labelled fences of the run's instance", "[audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto record = foxrl::audit([&] { context.fence("test::instance_fence"); });
@@ -64,17 +62,14 @@ TEMPLATE_TEST_CASE("audit accepts labelled fences of the run's instance", "[audi
   }
 }
 
-TEMPLATE_TEST_CASE("audit flags unprefixed allocations and kernel labels", "[audit]",
-                        FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("audit flags unprefixed allocations and kernel labels", "[audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto record = foxrl::audit([&] {
-    Kokkos::View<float*, typename Exec::memory_space> good(
-        Kokkos::view_alloc(context.space(), "foxrl::test::good"), 8);
-    Kokkos::View<float*, typename Exec::memory_space> bad(
-        Kokkos::view_alloc(context.space(), "unlabelled"), 8);
-    Kokkos::parallel_for("no_prefix", Kokkos::RangePolicy<Exec>(context.space(), 0, 8),
-                         KOKKOS_LAMBDA(int i) { good(i) = bad(i); });
+    Kokkos::View<float*, typename Exec::memory_space> good(Kokkos::view_alloc(context.space(), "foxrl::test::good"), 8);
+    Kokkos::View<float*, typename Exec::memory_space> bad(Kokkos::view_alloc(context.space(), "unlabelled"), 8);
+    Kokkos::parallel_for(
+        "no_prefix", Kokkos::RangePolicy<Exec>(context.space(), 0, 8), KOKKOS_LAMBDA(int i) { good(i) = bad(i); });
     context.fence("test::done");
   });
   const auto allocations = record.allocations_without_prefix("foxrl::");

@@ -1,5 +1,5 @@
-#include "core/error.hpp"
 #include "config/train_config.hpp"
+#include "core/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -59,22 +59,20 @@ TEST_CASE("config rejects bad keys and values, naming the key", "[config]") {
              Catch::Contains("'loss'") && Catch::Contains("not one of"));
   CHECK_THAT(usage_error_of([&] { config.apply_overrides({"lr=abc"}); }),
              Catch::Contains("'lr'") && Catch::Contains("cannot parse"));
-  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"seed=-1"}); }),
-             Catch::Contains("'seed'"));
-  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"novalue"}); }),
-             Catch::Contains("key=value"));
-  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"batch_size=1000", "buffer_capacity=100"}); }),
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"seed=-1"}); }), Catch::Contains("'seed'"));
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"novalue"}); }), Catch::Contains("key=value"));
+  CHECK_THAT(usage_error_of([&] {
+               config.apply_overrides({"batch_size=1000", "buffer_capacity=100"});
+             }),
              Catch::Contains("batch_size"));
 
   const auto unknown = write_temp("unknown.json", R"({"env": "market", "use_per": true})");
   CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(unknown); }),
              Catch::Contains(unknown) && Catch::Contains("'use_per'"));
   const auto wrong_type = write_temp("type.json", R"({"hidden": "big"})");
-  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(wrong_type); }),
-             Catch::Contains("'hidden'"));
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(wrong_type); }), Catch::Contains("'hidden'"));
   const auto broken = write_temp("broken.json", R"({"env": )");
-  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(broken); }),
-             Catch::Contains("not valid JSON"));
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(broken); }), Catch::Contains("not valid JSON"));
   CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file("/nonexistent/x.json"); }),
              Catch::Contains("cannot open"));
   for (const auto& p : {unknown, wrong_type, broken}) std::remove(p.c_str());

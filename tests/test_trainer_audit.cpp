@@ -81,9 +81,9 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   INFO("violations: " << violations.size() << (violations.empty() ? "" : ", first: " + violations.front()));
   CHECK(violations.empty());
   // The iteration holds every stage (names from the components).
-  for (const char* name : {"foxrl::ActionSelector::select_from_greedy", "foxrl::NStep::record_step_and_emit", "foxrl::Replay::insert", "foxrl::Replay::sample",
-                           "foxrl::Replay::update_priorities", "foxrl::DqnTrainer::accumulate_metrics",
-                           "foxrl::EpisodeStats::record"}) {
+  for (const char* name : {"foxrl::ActionSelector::select_from_greedy", "foxrl::NStep::record_step_and_emit",
+                           "foxrl::Replay::insert", "foxrl::Replay::sample", "foxrl::Replay::update_priorities",
+                           "foxrl::DqnTrainer::accumulate_metrics", "foxrl::EpisodeStats::record"}) {
     INFO("launch " << name);
     CHECK(launched(record, name));
   }
@@ -92,7 +92,7 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // every callback of an attached tool exist only because a tool is
   // attached; the audit leaves them out).
   CHECK(trainer_regions(record) == std::vector<std::string>{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert",
-                                                             "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update"});
+                                                            "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update"});
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
 }
@@ -144,14 +144,13 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
     INFO("launch " << l.name);
     CHECK(phase_of(l) != "");
   }
-  const std::pair<const char*, std::string> homes[] = {
-      {"foxrl::ActionSelector::select_from_greedy", p + "collect"},
-      {"foxrl::EpisodeStats::record", p + "collect"},
-      {"foxrl::NStep::record_step_and_emit", p + "collect"},
-      {"foxrl::Replay::insert", p + "insert"},
-      {"foxrl::Replay::sample", p + "sample"},
-      {"foxrl::Replay::update_priorities", p + "update"},
-      {"foxrl::DqnTrainer::accumulate_metrics", p + "update"}};
+  const std::pair<const char*, std::string> homes[] = {{"foxrl::ActionSelector::select_from_greedy", p + "collect"},
+                                                       {"foxrl::EpisodeStats::record", p + "collect"},
+                                                       {"foxrl::NStep::record_step_and_emit", p + "collect"},
+                                                       {"foxrl::Replay::insert", p + "insert"},
+                                                       {"foxrl::Replay::sample", p + "sample"},
+                                                       {"foxrl::Replay::update_priorities", p + "update"},
+                                                       {"foxrl::DqnTrainer::accumulate_metrics", p + "update"}};
   for (const auto& [kernel, region] : homes) {
     INFO("launch " << kernel << " in " << region);
     int found = 0;

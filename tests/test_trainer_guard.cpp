@@ -3,8 +3,8 @@
 // run goes on, the guard reports what it rejected and restored, and every
 // weight, Adam moment and the replay's sum tree end finite.
 #include "agents/dqn/dqn_trainer.hpp"
-#include "support/test_spaces.hpp"
 #include "run/training_log.hpp"
+#include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 

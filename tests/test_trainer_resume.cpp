@@ -134,9 +134,7 @@ TEST_CASE("resume refuses missing, damaged and mismatched checkpoints", "[resume
   one_epoch_run("cartpole", dir);
   const std::string state = dir + "/" + foxrl::trainer_state_file;
   const std::string saved = read_bytes(state);
-  auto restore = [&] {
-    std::ofstream(state, std::ios::binary | std::ios::trunc) << saved;
-  };
+  auto restore = [&] { std::ofstream(state, std::ios::binary | std::ios::trunc) << saved; };
 
   SECTION("config key changed") {
     auto c = tiny_config("cartpole", dir, 2);

@@ -5,10 +5,10 @@
 // a learner configured with the scaled rate); a good update must be exactly
 // the unguarded optimizer step; the spike threshold is checked against a
 // host median and the float64 reference loss.
-#include "kernels/nn/adam.hpp"
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "kernels/nn/adam.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 
@@ -192,8 +192,10 @@ TEMPLATE_TEST_CASE("a NaN or Inf planted in a batch or a gradient: the update is
       // (A NaN state is caught in the gradient: the ReLU zeroes it before Q.)
       for (int i = 0; i < 24; ++i) {
         INFO("row " << i);
-        if (i == planted_row) CHECK_FALSE(std::isfinite(td[std::size_t(i)]));
-        else CHECK(td[std::size_t(i)] == foxrl::keep_priority_td);
+        if (i == planted_row)
+          CHECK_FALSE(std::isfinite(td[std::size_t(i)]));
+        else
+          CHECK(td[std::size_t(i)] == foxrl::keep_priority_td);
       }
       auto counters = learner.guard().counters(space);
       CHECK(counters.rejected == 1);
@@ -329,8 +331,7 @@ TEMPLATE_TEST_CASE("K consecutive rejected updates restore the last good snapsho
   }
 }
 
-TEMPLATE_TEST_CASE("a loss spike over the running median of recent losses is rejected", "[guard]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("a loss spike over the running median of recent losses is rejected", "[guard]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();

@@ -28,9 +28,16 @@ std::string scratch_dir(const std::string& name) {
 }
 
 /// --set arguments of the run, also applied to the library's config.
-const std::vector<std::string> tiny_run = {
-    "env=cartpole", "num_envs=4",        "hidden=32",    "batch_size=32", "buffer_capacity=256",
-    "learning_starts=64", "iterations_per_epoch=40", "seed=3", "epochs=3", "checkpoint_every=2"};
+const std::vector<std::string> tiny_run = {"env=cartpole",
+                                           "num_envs=4",
+                                           "hidden=32",
+                                           "batch_size=32",
+                                           "buffer_capacity=256",
+                                           "learning_starts=64",
+                                           "iterations_per_epoch=40",
+                                           "seed=3",
+                                           "epochs=3",
+                                           "checkpoint_every=2"};
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -107,7 +114,8 @@ TEST_CASE("a TrainingRun from the library writes what foxrl train writes", "[tra
   fs::remove_all(lib);
 }
 
-TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continues bit for bit", "[training_run][resume]") {
+TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continues bit for bit",
+          "[training_run][resume]") {
   const std::string whole = scratch_dir("whole"), split = scratch_dir("split");
   {
     foxrl::TrainingRun run(tiny_config(whole));

@@ -38,8 +38,7 @@ void record_step(const ExecSpace& space, const Kokkos::View<float**, Kokkos::Lay
                  const EnvStep<MemorySpace>& step) {
   const int D = static_cast<int>(next.extent(1));
   Kokkos::parallel_for(
-      "foxrl::DatasetRecorder::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D),
-      KOKKOS_LAMBDA(int idx) {
+      "foxrl::DatasetRecorder::step", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D), KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
         const std::int64_t row = first + i;
         if (row >= total) return;

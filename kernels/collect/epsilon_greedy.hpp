@@ -51,9 +51,8 @@ KOKKOS_INLINE_FUNCTION std::int32_t argmax_row(const QRow& q, int num_actions) {
 /// The epsilon-greedy decision of env `env` at `global_step`: explore when
 /// the uniform draw (counter 2 g) is below epsilon, then take the uniform
 /// action drawn with counter 2 g + 1. Host and device give the same answer.
-KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_seed, int env,
-                                                          std::int64_t global_step, float epsilon,
-                                                          std::int32_t greedy, int num_actions) {
+KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_seed, int env, std::int64_t global_step,
+                                                          float epsilon, std::int32_t greedy, int num_actions) {
   const auto g = static_cast<std::uint64_t>(global_step);
   const auto e = static_cast<std::uint64_t>(env);
   if (counter_uniform(explore_seed, e, 2 * g) < epsilon) {
@@ -71,8 +70,8 @@ template <class ExecSpace, class MemorySpace>
 void select_actions(const ExecSpace& space, const char* label,
                     const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& q,
                     const Kokkos::View<const std::int32_t*, MemorySpace>& greedy,
-                    const Kokkos::View<const std::int64_t, MemorySpace>& device_step, std::int64_t host_step,
-                    float eps, int num_actions, std::uint64_t explore_seed, const EpsilonSchedule& epsilon_schedule,
+                    const Kokkos::View<const std::int64_t, MemorySpace>& device_step, std::int64_t host_step, float eps,
+                    int num_actions, std::uint64_t explore_seed, const EpsilonSchedule& epsilon_schedule,
                     bool greedy_only, const Kokkos::View<std::int32_t*, MemorySpace>& actions) {
   const int A = num_actions;
   const std::uint64_t seed = explore_seed;

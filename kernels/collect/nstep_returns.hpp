@@ -43,11 +43,10 @@ struct StepRecord {
 };
 
 template <class ExecSpace>
-void record_step_and_emit(const ExecSpace& space,
-                          const NStepRing<typename ExecSpace::memory_space>& ring,
+void record_step_and_emit(const ExecSpace& space, const NStepRing<typename ExecSpace::memory_space>& ring,
                           const StepRecord<typename ExecSpace::memory_space>& step,
-                          const TransitionBatch<typename ExecSpace::memory_space>& out,
-                          std::int64_t step_index, float gamma, bool emit) {
+                          const TransitionBatch<typename ExecSpace::memory_space>& out, std::int64_t step_index,
+                          float gamma, bool emit) {
   const int n = static_cast<int>(ring.actions.extent(0));
   const int num_envs = static_cast<int>(ring.actions.extent(1));
   const int dim = static_cast<int>(ring.observations.extent(2));
@@ -66,8 +65,7 @@ void record_step_and_emit(const ExecSpace& space,
         const float next = step.next_observations(env, d);
         ring.observations(slot, env, d) = obs;
         ring.next_observations(slot, env, d) = next;
-        const auto end_here = static_cast<std::uint8_t>((step.terminated(env) ? 1 : 0) |
-                                                        (step.truncated(env) ? 2 : 0));
+        const auto end_here = static_cast<std::uint8_t>((step.terminated(env) ? 1 : 0) | (step.truncated(env) ? 2 : 0));
         if (d == 0) {
           ring.actions(slot, env) = step.actions(env);
           ring.rewards(slot, env) = step.rewards(env);

@@ -30,8 +30,7 @@ KOKKOS_INLINE_FUNCTION std::uint64_t derive_seed(std::uint64_t seed, std::uint64
 }
 
 /// 64 random bits for (seed, stream, counter); stream is typically the env.
-KOKKOS_INLINE_FUNCTION std::uint64_t counter_bits(std::uint64_t seed, std::uint64_t stream,
-                                                  std::uint64_t counter) {
+KOKKOS_INLINE_FUNCTION std::uint64_t counter_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t counter) {
   const std::uint64_t key = mix64(seed + 0xD1B54A32D192ED03ULL * (stream + 1));
   return mix64(key ^ mix64(counter * 0x8CB92BA72F3D8DD7ULL + 0x2545F4914F6CDD1DULL));
 }
@@ -53,9 +52,7 @@ KOKKOS_INLINE_FUNCTION float mul_unfused(float a, float b) {
 }
 
 /// lo + (hi - lo) * u with the same bits on every backend.
-KOKKOS_INLINE_FUNCTION float scale_uniform(float u, float lo, float hi) {
-  return lo + mul_unfused(hi - lo, u);
-}
+KOKKOS_INLINE_FUNCTION float scale_uniform(float u, float lo, float hi) { return lo + mul_unfused(hi - lo, u); }
 
 /// Uniform double in [0, 1): the top 53 bits scaled exactly.
 KOKKOS_INLINE_FUNCTION double bits_to_uniform_double(std::uint64_t bits) {
@@ -67,25 +64,22 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bits_to_index(std::uint64_t bits, std::uint
   return static_cast<std::uint32_t>(((bits >> 32) * static_cast<std::uint64_t>(n)) >> 32);
 }
 
-KOKKOS_INLINE_FUNCTION float counter_uniform(std::uint64_t seed, std::uint64_t stream,
-                                             std::uint64_t counter) {
+KOKKOS_INLINE_FUNCTION float counter_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t counter) {
   return bits_to_uniform_float(counter_bits(seed, stream, counter));
 }
 
-KOKKOS_INLINE_FUNCTION double counter_uniform_double(std::uint64_t seed, std::uint64_t stream,
-                                                     std::uint64_t counter) {
+KOKKOS_INLINE_FUNCTION double counter_uniform_double(std::uint64_t seed, std::uint64_t stream, std::uint64_t counter) {
   return bits_to_uniform_double(counter_bits(seed, stream, counter));
 }
 
-KOKKOS_INLINE_FUNCTION std::uint32_t counter_index(std::uint64_t seed, std::uint64_t stream,
-                                                   std::uint64_t counter, std::uint32_t n) {
+KOKKOS_INLINE_FUNCTION std::uint32_t counter_index(std::uint64_t seed, std::uint64_t stream, std::uint64_t counter,
+                                                   std::uint32_t n) {
   return bits_to_index(counter_bits(seed, stream, counter), n);
 }
 
 /// Standard normal by Box-Muller from counters 2k and 2k+1 (first output
 /// only, so draws stay a pure function of k).
-KOKKOS_INLINE_FUNCTION double counter_normal(std::uint64_t seed, std::uint64_t stream,
-                                             std::uint64_t k) {
+KOKKOS_INLINE_FUNCTION double counter_normal(std::uint64_t seed, std::uint64_t stream, std::uint64_t k) {
   // 1 - u lies in (0, 1], so the log is finite.
   const double u1 = 1.0 - counter_uniform_double(seed, stream, 2 * k);
   const double u2 = counter_uniform_double(seed, stream, 2 * k + 1);

@@ -59,8 +59,8 @@ struct CartPoleStep {
     theta = theta + P::tau * theta_dot;
     theta_dot = theta_dot + P::tau * thetaacc;
 
-    const bool terminated = x < -P::x_threshold || x > P::x_threshold || theta < -P::theta_threshold ||
-                            theta > P::theta_threshold;
+    const bool terminated =
+        x < -P::x_threshold || x > P::x_threshold || theta < -P::theta_threshold || theta > P::theta_threshold;
     const int steps = s.episode_steps(i) + 1;
     // As Gymnasium's TimeLimit: truncation depends on the step count only,
     // so a terminating 500th step reports both flags.
@@ -93,8 +93,8 @@ struct CartPoleStep {
   }
 
   /// Episode `episode` of env i starts from draws (reset_seed, i, 4 episode + k).
-  KOKKOS_INLINE_FUNCTION void reset_state(int i, std::uint64_t episode, float& x, float& x_dot,
-                                          float& theta, float& theta_dot) const {
+  KOKKOS_INLINE_FUNCTION void reset_state(int i, std::uint64_t episode, float& x, float& x_dot, float& theta,
+                                          float& theta_dot) const {
     const float lo = -CartPolePhysics::reset_bound, hi = CartPolePhysics::reset_bound;
     const std::uint64_t c = 4 * episode;
     const auto stream = static_cast<std::uint64_t>(i);
@@ -127,7 +127,6 @@ struct CartPoleReset {
   }
 };
 
-
 /// Launches f over every env ("foxrl::CartPole::step").
 template <class ExecSpace>
 void cartpole_step(const ExecSpace& space, const CartPoleStep<typename ExecSpace::memory_space>& f) {
@@ -145,12 +144,11 @@ void cartpole_reset(const ExecSpace& space, const CartPoleStep<typename ExecSpac
 /// ("foxrl::CartPole::set_state").
 template <class ExecSpace>
 void cartpole_set_state(const ExecSpace& space, const CartPoleState<typename ExecSpace::memory_space>& s,
-                        const Kokkos::View<float**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& o,
-                        int env, const std::array<float, 4>& state) {
+                        const Kokkos::View<float**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& o, int env,
+                        const std::array<float, 4>& state) {
   const float v0 = state[0], v1 = state[1], v2 = state[2], v3 = state[3];
   Kokkos::parallel_for(
-      "foxrl::CartPole::set_state", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1),
-      KOKKOS_LAMBDA(int i) {
+      "foxrl::CartPole::set_state", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
         s.x(i) = v0;
         s.x_dot(i) = v1;
         s.theta(i) = v2;

@@ -43,8 +43,8 @@ namespace kernels {
 
 /// One observation entry j of an env deciding at bar t holding `position`.
 template <class MemorySpace>
-KOKKOS_INLINE_FUNCTION float observation_value(const BarFeatures<MemorySpace>& f, FeatureSet set,
-                                               int window, int t, int position, int j) {
+KOKKOS_INLINE_FUNCTION float observation_value(const BarFeatures<MemorySpace>& f, FeatureSet set, int window, int t,
+                                               int position, int j) {
   if (j < window) return f.log_return(t - window + j);
   const int k = j - window;
   if (set == FeatureSet::ohlcv) {
@@ -111,8 +111,7 @@ void build_observations(const ExecSpace& space, const BarFeatures<typename ExecS
   const int D = spec.obs_dim();
   const int n = static_cast<int>(times.extent(0));
   Kokkos::parallel_for(
-      "foxrl::Features::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, n * D),
-      KOKKOS_LAMBDA(int idx) {
+      "foxrl::Features::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, n * D), KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
         obs(i, j) = kernels::observation_value(f, set, W, times(i), positions(i), j);
       });

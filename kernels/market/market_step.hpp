@@ -58,8 +58,8 @@ struct MarketStep {
   KOKKOS_INLINE_FUNCTION void start_episode(int i) const {
     const std::uint64_t e = s.episodes(i);
     s.episodes(i) = e + 1;
-    s.time(i) = first_start + static_cast<int>(kernels::counter_index(start_seed, static_cast<std::uint64_t>(i), e,
-                                                                      num_starts));
+    s.time(i) = first_start +
+                static_cast<int>(kernels::counter_index(start_seed, static_cast<std::uint64_t>(i), e, num_starts));
     s.position(i) = 0;
     s.episode_steps(i) = 0;
   }
@@ -70,7 +70,6 @@ struct MarketReset {
   MarketStep<MemorySpace> step;
   KOKKOS_INLINE_FUNCTION void operator()(int i) const { step.start_episode(i); }
 };
-
 
 /// Launches the state half of a step over every env ("foxrl::MarketEnv::step").
 template <class ExecSpace>
@@ -92,8 +91,8 @@ void market_reset(const ExecSpace& space, const MarketStep<typename ExecSpace::m
 /// next_position), obs the same unless the env was truncated, then from its
 /// new episode's start (time, position).
 template <class ExecSpace, class MemorySpace>
-void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySpace>& f, FeatureSet set, int W,
-                              int D, const Kokkos::View<std::int32_t*, MemorySpace>& nt,
+void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySpace>& f, FeatureSet set, int W, int D,
+                              const Kokkos::View<std::int32_t*, MemorySpace>& nt,
                               const Kokkos::View<std::int32_t*, MemorySpace>& np,
                               const Kokkos::View<std::int32_t*, MemorySpace>& time,
                               const Kokkos::View<std::int32_t*, MemorySpace>& pos,
@@ -102,8 +101,7 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
                               const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& obs) {
   const int num_envs = static_cast<int>(nt.extent(0));
   Kokkos::parallel_for(
-      "foxrl::MarketEnv::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D),
-      KOKKOS_LAMBDA(int idx) {
+      "foxrl::MarketEnv::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D), KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
         const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
         next_obs(i, j) = v;
@@ -115,8 +113,7 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
 /// ("foxrl::MarketEnv::set_start"; the observations follow with
 /// build_observations).
 template <class ExecSpace>
-void market_set_start(const ExecSpace& space, const MarketState<typename ExecSpace::memory_space>& s, int env,
-                      int t0) {
+void market_set_start(const ExecSpace& space, const MarketState<typename ExecSpace::memory_space>& s, int env, int t0) {
   Kokkos::parallel_for(
       "foxrl::MarketEnv::set_start", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
         s.time(i) = t0;

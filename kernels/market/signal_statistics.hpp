@@ -125,7 +125,6 @@ struct SignalStatisticsUpdate {
   }
 };
 
-
 /// Launches `f` ("foxrl::SignalAdapter::update"): one team per chunk of
 /// rows, min(team_size, f.lanes) threads, 2 doubles of team scratch per lane.
 template <class ExecSpace>
@@ -166,8 +165,10 @@ void signal_normalize(const ExecSpace& space, const Kokkos::View<const double*, 
           y = static_cast<float>((x - mu) / math::sqrt(var + eps));
           y = y > clip ? clip : (y < -clip ? -clip : y);
         }
-        if (first) out1(i, d) = y;
-        else out2(i - n1, d) = y;
+        if (first)
+          out1(i, d) = y;
+        else
+          out2(i - n1, d) = y;
       });
 }
 

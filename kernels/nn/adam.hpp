@@ -7,10 +7,10 @@
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
-#include "views/nn/guard_state.hpp"
-#include "views/agents/dqn/learner_metrics.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/core/team_tree_sum.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "views/nn/guard_state.hpp"
 #include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -166,9 +166,9 @@ struct GuardedStep {
   static constexpr int max_buffers = 8;
   Kokkos::View<const double*, MemorySpace> state;  ///< GuardState slots
   int buffers = 0;
-  std::size_t length = 0;                   ///< elements of every guarded buffer
-  float* live[max_buffers] = {};            ///< restored in place ...
-  float* saved[max_buffers] = {};           ///< ... from these snapshots
+  std::size_t length = 0;          ///< elements of every guarded buffer
+  float* live[max_buffers] = {};   ///< restored in place ...
+  float* saved[max_buffers] = {};  ///< ... from these snapshots
   /// Rewritten when the update is rejected: it taught nothing, so healthy
   /// rows get keep_priority_td (a spike's outsized errors would otherwise
   /// dominate sampling) and rows with their own non-finite td error keep it
@@ -262,8 +262,10 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
           float p = params(i);
           float g = grads(i) * coef;
           if (h.weight_decay != 0.0f) {
-            if (h.weight_decay_mode == WeightDecayMode::l2) g += h.weight_decay * p;
-            else p *= 1.0f - lr * h.weight_decay;
+            if (h.weight_decay_mode == WeightDecayMode::l2)
+              g += h.weight_decay * p;
+            else
+              p *= 1.0f - lr * h.weight_decay;
           }
           float mi = m(i);
           mi += (1.0f - h.beta1) * (g - mi);
@@ -273,8 +275,10 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
           m(i) = mi;
           v(i) = vi;
           params(i) = p;
-          if (copy) target(i) = p;
-          else if (polyak) target(i) = tau * p + (1.0f - tau) * target(i);
+          if (copy)
+            target(i) = p;
+          else if (polyak)
+            target(i) = tau * p + (1.0f - tau) * target(i);
         }
       });
 }

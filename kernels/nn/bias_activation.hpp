@@ -23,15 +23,13 @@ void bias_activation(const ExecSpace& space, const MutableMatrix<MemorySpace>& y
   if (total == 0) return;
   if (y.stride(0) != cols || bias.extent(0) != cols)
     throw LogicError("foxrl::kernels::bias_activation: y must be contiguous [M, N] and bias [N]");
-  if (total > std::size_t(2147483647))
-    throw LogicError("foxrl::kernels::bias_activation: more than 2^31 - 1 elements");
+  if (total > std::size_t(2147483647)) throw LogicError("foxrl::kernels::bias_activation: more than 2^31 - 1 elements");
   float* out = y.data();
   const float* b = bias.data();
   const int N = static_cast<int>(cols);
   Kokkos::parallel_for(
       "foxrl::kernels::bias_activation",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, static_cast<int>(total)),
-      KOKKOS_LAMBDA(int i) {
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, static_cast<int>(total)), KOKKOS_LAMBDA(int i) {
         const float v = out[i] + b[i % N];
         out[i] = relu && !(v > 0.0f) ? 0.0f : v;
       });

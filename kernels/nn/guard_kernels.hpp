@@ -5,9 +5,9 @@
 // verdict (kernels/nn/adam.hpp, GuardedStep).
 
 #include "core/compat.hpp"
-#include "views/nn/guard_state.hpp"
-#include "views/agents/dqn/learner_metrics.hpp"
 #include "kernels/nn/adam.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
+#include "views/nn/guard_state.hpp"
 #include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -66,8 +66,10 @@ struct GuardDecision {
       return;
     }
     state(GuardState::rejected) += 1.0;
-    if (nonfinite) state(GuardState::nonfinite) += 1.0;
-    else state(GuardState::spikes) += 1.0;
+    if (nonfinite)
+      state(GuardState::nonfinite) += 1.0;
+    else
+      state(GuardState::spikes) += 1.0;
     const double streak = state(GuardState::consecutive_bad) + 1.0;
     if (weights_bad || streak >= static_cast<double>(max_bad)) {
       state(GuardState::verdict) = GuardState::restore;

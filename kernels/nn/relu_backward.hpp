@@ -26,14 +26,14 @@ struct ReluBackwardArgs {
   std::ptrdiff_t src_ld = 0;
   const float* dy_small = nullptr;  ///< [M, n_small]
   std::ptrdiff_t dy_ld = 0;
-  const float* w_small = nullptr;   ///< [n_small, K]
+  const float* w_small = nullptr;  ///< [n_small, K]
   std::ptrdiff_t w_ld = 0;
   int n_small = 0;
   /// The layer input H [M, K] (a ReLU output): dZ = dX * [H > 0]; null: no
   /// mask. Also the X of dw_small.
   const float* act = nullptr;
   std::ptrdiff_t act_ld = 0;
-  float* dz = nullptr;        ///< out [M, K] (null: not stored)
+  float* dz = nullptr;  ///< out [M, K] (null: not stored)
   std::ptrdiff_t dz_ld = 0;
   float* db = nullptr;        ///< out [K]: column sums of dZ (the previous layer's bias gradient)
   float* dw_small = nullptr;  ///< out [n_small, K]: dy_small^T H (the small layer's weight gradient)
@@ -87,8 +87,8 @@ struct ReluBackwardFunctor {
     const int tc = rank % TC;
     const int lane = rank / TC;
     const int c0 = tile * tile_cols;
-    float* acc = values > 0 ? static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * scratch_floats(values)))
-                            : nullptr;
+    float* acc =
+        values > 0 ? static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * scratch_floats(values))) : nullptr;
     // acc[(j * values + r) * team_size + rank]: value r of column j of this thread.
     for (int e = 0; e < CW * values; ++e) acc[e * team_size + rank] = 0.0f;
 
@@ -155,8 +155,10 @@ struct ReluBackwardFunctor {
       if (c >= a.cols) break;
       for (int r = 0; r < values; ++r) {
         const float s = value(j * values + r, r * a.cols + c);
-        if (r < db_slot) a.db[c] = s;
-        else a.dw_small[(r - db_slot) * a.dw_ld + c] = s;
+        if (r < db_slot)
+          a.db[c] = s;
+        else
+          a.dw_small[(r - db_slot) * a.dw_ld + c] = s;
       }
     }
   }
@@ -183,7 +185,8 @@ void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
   if (args.rows <= 0 || args.cols <= 0) return;
   if ((args.src == nullptr) == (args.dy_small == nullptr && args.w_small == nullptr) ||
       (args.dw_small != nullptr && (args.act == nullptr || args.dy_small == nullptr)))
-    throw LogicError("foxrl::kernels::relu_backward: give either src or (dy_small, w_small); dw_small needs act and dy_small");
+    throw LogicError(
+        "foxrl::kernels::relu_backward: give either src or (dy_small, w_small); dw_small needs act and dy_small");
   F f;
   f.a = args;
   f.values = (args.db != nullptr ? 1 : 0) + (args.dw_small != nullptr ? args.n_small : 0);

@@ -58,9 +58,9 @@ namespace kernels {
 
 /// Operands of the head kernel (row-major, leading dimensions in floats).
 struct SmallDenseArgs {
-  int rows = 0;   ///< M
-  int cols = 0;   ///< K
-  int outputs = 0;  ///< N
+  int rows = 0;              ///< M
+  int cols = 0;              ///< K
+  int outputs = 0;           ///< N
   const float* x = nullptr;  ///< [M, K]
   std::ptrdiff_t x_ld = 0;
   /// Optional input epilogue: X holds a hidden layer's pre-activation Z and
@@ -186,12 +186,11 @@ void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, 
 template <class ExecSpace>
 void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
   if (args.rows <= 0 || args.outputs <= 0) return;
-  if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs &&
-      args.x_out != args.x)
+  if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs && args.x_out != args.x)
     throw LogicError("foxrl::kernels::small_dense: more than 8 outputs with a hidden epilogue need x_out == x");
   if (args.greedy != nullptr && (args.outputs < 2 || args.outputs > small_dense_max_outputs))
     throw LogicError("foxrl::kernels::small_dense: a fused greedy action needs 2 to 8 head outputs, got " +
-                std::to_string(args.outputs));
+                     std::to_string(args.outputs));
   for (int n0 = 0; n0 < args.outputs; n0 += small_dense_max_outputs) {
     const int n = std::min(args.outputs - n0, small_dense_max_outputs);
     const bool epilogue = args.hidden_bias != nullptr && n0 == 0;
@@ -207,12 +206,11 @@ SmallDenseArgs small_dense_args(const char* what, const XView& x, const ConstMat
   const int M = static_cast<int>(x.extent(0));
   const int N = static_cast<int>(w.extent(0));
   const int K = static_cast<int>(w.extent(1));
-  foxrl::detail::check_shapes(
-      x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) && y.extent(1) == std::size_t(N) &&
-          bias.extent(0) == std::size_t(N),
-      std::string("foxrl::kernels::") + what,
-      "X " + foxrl::detail::dims(x.extent(0), x.extent(1)) + ", W " + foxrl::detail::dims(N, K) + ", Y " +
-          foxrl::detail::dims(y.extent(0), y.extent(1)));
+  foxrl::detail::check_shapes(x.extent(1) == std::size_t(K) && y.extent(0) == std::size_t(M) &&
+                                  y.extent(1) == std::size_t(N) && bias.extent(0) == std::size_t(N),
+                              std::string("foxrl::kernels::") + what,
+                              "X " + foxrl::detail::dims(x.extent(0), x.extent(1)) + ", W " +
+                                  foxrl::detail::dims(N, K) + ", Y " + foxrl::detail::dims(y.extent(0), y.extent(1)));
   SmallDenseArgs a;
   a.rows = M;
   a.cols = K;
@@ -249,7 +247,8 @@ void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<M
   SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
   if (hidden_bias.extent(0) != z.extent(1))
     throw LogicError("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
-                std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) + " columns");
+                     std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) +
+                     " columns");
   a.hidden_bias = hidden_bias.data();
   a.x_out = z.data();
   a.greedy = greedy;

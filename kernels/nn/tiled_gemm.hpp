@@ -33,7 +33,7 @@ struct GemmEpilogue {
   bool relu = false;            ///< max(., 0)
   const float* mask = nullptr;  ///< * [mask[m, n] > 0] (ReLU backward)
   std::ptrdiff_t mask_ld = 0;
-  float* a_rowsum = nullptr;    ///< a_rowsum[m] = sum_k A(m, k) (bias gradient)
+  float* a_rowsum = nullptr;  ///< a_rowsum[m] = sum_k A(m, k) (bias gradient)
 };
 
 /// Tile shape of the portable kernel: a team computes a TM x TN tile of C,
@@ -99,15 +99,25 @@ struct TiledGemm {
       // index has unit stride.
       for (int e = rank; e < TM * TK; e += size) {
         int mm, kk;
-        if (a.col_stride == 1) { mm = e / TK; kk = e % TK; }
-        else { kk = e / TM; mm = e % TM; }
+        if (a.col_stride == 1) {
+          mm = e / TK;
+          kk = e % TK;
+        } else {
+          kk = e / TM;
+          mm = e % TM;
+        }
         const int m = m0 + mm, k = k0 + kk;
         As[kk * LA + mm] = (m < M && k < K) ? a(m, k) : 0.0f;
       }
       for (int e = rank; e < TN * TK; e += size) {
         int nn, kk;
-        if (b.row_stride == 1) { nn = e / TK; kk = e % TK; }
-        else { kk = e / TN; nn = e % TN; }
+        if (b.row_stride == 1) {
+          nn = e / TK;
+          kk = e % TK;
+        } else {
+          kk = e / TN;
+          nn = e % TN;
+        }
         const int n = n0 + nn, k = k0 + kk;
         Bs[kk * LB + nn] = (n < N && k < K) ? b(k, n) : 0.0f;
       }

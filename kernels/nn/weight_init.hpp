@@ -37,8 +37,8 @@ KOKKOS_INLINE_FUNCTION std::uint64_t splitmix64(std::uint64_t x) {
 KOKKOS_INLINE_FUNCTION float init_uniform_pm1(std::uint64_t seed, int tensor, std::uint64_t element) {
   const std::uint64_t counter = (static_cast<std::uint64_t>(tensor) << 40) ^ element;
   const std::uint64_t bits = splitmix64(splitmix64(seed) ^ counter) >> 40;  // 24 bits
-  const float u = static_cast<float>(bits) * (1.0f / 16777216.0f);           // [0, 1)
-  return 2.0f * u - 1.0f;                                                     // exact
+  const float u = static_cast<float>(bits) * (1.0f / 16777216.0f);          // [0, 1)
+  return 2.0f * u - 1.0f;                                                   // exact
 }
 
 /// Half-widths of the uniform distributions of one layout.
@@ -71,8 +71,8 @@ inline InitBounds init_bounds(const NetworkLayout& layout, InitScheme scheme) {
 
 /// Value of flat parameter index `i` (0 in alignment gaps); usable on the
 /// host to check a device initialisation bit for bit.
-KOKKOS_INLINE_FUNCTION float init_value(const NetworkLayout& layout, const InitBounds& bounds,
-                                        std::uint64_t seed, std::size_t i) {
+KOKKOS_INLINE_FUNCTION float init_value(const NetworkLayout& layout, const InitBounds& bounds, std::uint64_t seed,
+                                        std::size_t i) {
   for (int l = 0; l < layout.num_layers; ++l) {
     const auto& s = layout.layers[l];
     if (i >= s.weight_offset && i < s.weight_offset + s.weight_size())

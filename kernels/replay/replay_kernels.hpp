@@ -4,12 +4,12 @@
 // the caller's instance. docs/replay.md has the storage layout and the
 // launch/byte budget.
 
-#include "views/replay/batch.hpp"
 #include "core/compat.hpp"
-#include "views/replay/replay_storage.hpp"
-#include "kernels/replay/sum_tree.hpp"
 #include "kernels/core/last_team.hpp"
+#include "kernels/replay/sum_tree.hpp"
 #include "views/collect/transition_batch.hpp"
+#include "views/replay/batch.hpp"
+#include "views/replay/replay_storage.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -40,8 +40,7 @@ KOKKOS_INLINE_FUNCTION float bits_float(std::int32_t b) {
 
 /// Floats of team scratch for staging sum-tree children.
 template <class ExecSpace>
-using scratch_floats =
-    Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+using scratch_floats = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
 }  // namespace detail
 
@@ -69,7 +68,7 @@ struct ReplayInsertFunctor {
   std::int64_t inserted = 0;  ///< transitions written before this insert
   float alpha = 0.0f;
   int rows_per_team = 1;
-  int refresh_groups = 1;     ///< tree nodes per staged chunk of team 0's refresh
+  int refresh_groups = 1;  ///< tree nodes per staged chunk of team 0's refresh
 
   /// Scratch bytes per team.
   static std::size_t scratch_bytes(int groups) {
@@ -89,18 +88,12 @@ struct ReplayInsertFunctor {
     first_successor_row = layout.next_obs_row(inserted);
   }
 
-  KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const {
-    return wrap(first_slot + i, layout.capacity);
-  }
-  KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const {
-    return wrap(first_state_row + i, layout.obs_rows);
-  }
+  KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const { return wrap(first_slot + i, layout.capacity); }
+  KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const { return wrap(first_state_row + i, layout.obs_rows); }
   KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const {
     return wrap(first_successor_row + i, layout.obs_rows);
   }
-  KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) {
-    return x >= m ? x - m : x;
-  }
+  KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) { return x >= m ? x - m : x; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     if (team.league_rank() == 0) {
@@ -112,8 +105,7 @@ struct ReplayInsertFunctor {
 
   KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk) const {
     const int first = chunk * rows_per_team;
-    const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team
-                                                               : layout.num_envs;
+    const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team : layout.num_envs;
     if (first >= last) return;
     const int dim = layout.obs_dim;
     const auto& obs = storage.observations;
@@ -152,8 +144,7 @@ struct ReplayInsertFunctor {
     std::int64_t boundaries = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, lay.num_envs),
-        [&](const int i, std::int64_t& count) { count += in.next_is_successor(i) == 0 ? 1 : 0; },
-        boundaries);
+        [&](const int i, std::int64_t& count) { count += in.next_is_successor(i) == 0 ? 1 : 0; }, boundaries);
     if (boundaries == 0) {
       // Most inserts (every one between episode ends): no boundary ordinals
       // to number, so no team scan.
@@ -163,39 +154,38 @@ struct ReplayInsertFunctor {
         st.tree(shape.leaf(s)) = mass;
       });
     } else {
-      Kokkos::parallel_scan(
-          Kokkos::TeamThreadRange(team, lay.num_envs),
-          [&](const int i, std::int64_t& offset, const bool final) {
-            const bool boundary = in.next_is_successor(i) == 0;
-            if (final) {
-              const std::int64_t g = base + i;
-              const std::int64_t s = slot(i);
-              if (boundary) {
-                const std::int64_t row = (head + offset) % lay.boundary_capacity;
-                const std::int64_t owner = st.boundary_owner(row);
-                std::int32_t evicted = -1;
-                if (owner >= 0 && owner >= live_from) {
-                  // The pool is smaller than the ring: the oldest boundary
-                  // transition still live loses its next observation, so it
-                  // must never be sampled again.
-                  const std::int64_t old_slot = owner % lay.capacity;
-                  st.next_ref(old_slot) = replay_next_evicted;
-                  st.tree(shape.leaf(old_slot)) = 0.0f;
-                  evicted = static_cast<std::int32_t>(old_slot);
-                  Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
-                }
-                // Indexed by boundary ordinal: the refresh below walks only
-                // the boundaries, not every row.
-                st.evicted_slots(offset) = evicted;
-                st.boundary_owner(row) = g;
-                st.next_ref(s) = static_cast<std::int32_t>(row);
-              } else {
-                st.next_ref(s) = replay_next_is_successor;
-              }
-              st.tree(shape.leaf(s)) = mass;
-            }
-            if (boundary) offset += 1;
-          });
+      Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, lay.num_envs),
+                            [&](const int i, std::int64_t& offset, const bool final) {
+                              const bool boundary = in.next_is_successor(i) == 0;
+                              if (final) {
+                                const std::int64_t g = base + i;
+                                const std::int64_t s = slot(i);
+                                if (boundary) {
+                                  const std::int64_t row = (head + offset) % lay.boundary_capacity;
+                                  const std::int64_t owner = st.boundary_owner(row);
+                                  std::int32_t evicted = -1;
+                                  if (owner >= 0 && owner >= live_from) {
+                                    // The pool is smaller than the ring: the oldest boundary
+                                    // transition still live loses its next observation, so it
+                                    // must never be sampled again.
+                                    const std::int64_t old_slot = owner % lay.capacity;
+                                    st.next_ref(old_slot) = replay_next_evicted;
+                                    st.tree(shape.leaf(old_slot)) = 0.0f;
+                                    evicted = static_cast<std::int32_t>(old_slot);
+                                    Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
+                                  }
+                                  // Indexed by boundary ordinal: the refresh below walks only
+                                  // the boundaries, not every row.
+                                  st.evicted_slots(offset) = evicted;
+                                  st.boundary_owner(row) = g;
+                                  st.next_ref(s) = static_cast<std::int32_t>(row);
+                                } else {
+                                  st.next_ref(s) = replay_next_is_successor;
+                                }
+                                st.tree(shape.leaf(s)) = mass;
+                              }
+                              if (boundary) offset += 1;
+                            });
     }
     team.team_barrier();
     if (boundaries > 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
@@ -217,8 +207,7 @@ struct ReplayInsertFunctor {
     const std::int64_t end1 = (past < lay.capacity ? past : lay.capacity) - 1;
     const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
     const int evictable = static_cast<int>(boundaries);
-    detail::scratch_floats<ExecSpace> buf(team.team_scratch(0),
-                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    detail::scratch_floats<ExecSpace> buf(team.team_scratch(0), std::size_t(refresh_groups) * sum_tree_fanout);
     for (int level = 1; level <= shape.top(); ++level) {
       const std::int64_t lo1 = SumTreeShape::ancestor(s0, level);
       const int n1 = static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
@@ -247,8 +236,7 @@ template <class ExecSpace>
 struct ReplaySampleFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using scratch_rows =
-      Kokkos::View<std::int64_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using scratch_rows = Kokkos::View<std::int64_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   ReplayLayout layout;
   ReplayStorage<memory_space> storage;
@@ -287,8 +275,7 @@ struct ReplaySampleFunctor {
             s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
           } else {
             const float u = counter_uniform(seed, call, static_cast<std::uint64_t>(k));
-            const SumTreeDraw draw =
-                sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
+            const SumTreeDraw draw = sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
             s = draw.slot;
             mass = draw.mass;
           }
@@ -297,8 +284,7 @@ struct ReplaySampleFunctor {
           state_row(r) = lay.obs_row(g);
           // >= 0: observation-ring row; < 0: boundary-pool row -(src + 1).
           next_src(r) = ref >= 0 ? -(std::int64_t(ref) + 1)
-                                 : (ref == replay_next_is_successor ? lay.next_obs_row(g)
-                                                                    : lay.obs_row(g));
+                                 : (ref == replay_next_is_successor ? lay.next_obs_row(g) : lay.obs_row(g));
           o.indices(k) = s;
           o.actions(k) = st.actions(s);
           o.rewards(k) = st.rewards(s);
@@ -315,15 +301,13 @@ struct ReplaySampleFunctor {
       const int c = idx - r * dim;
       o.states(first + r, c) = st.observations(state_row(r), c);
       const std::int64_t src = next_src(r);
-      o.next_states(first + r, c) =
-          src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c);
+      o.next_states(first + r, c) = src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c);
     });
     if (gather) return;
 
     // Publish this team's masses, then count it as done.
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min));
-    });
+    Kokkos::single(Kokkos::PerTeam(team),
+                   [&]() { Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min)); });
     if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
     const float lowest = detail::bits_float(load_volatile(st.batch_min_mass()));
     const float exponent = beta;
@@ -343,9 +327,8 @@ struct ReplaySampleFunctor {
         // w_k = (size P_k)^-beta / max_j (size P_j)^-beta = (p_min / p_k)^beta;
         // a zero-mass row (only when no slot has mass) gets weight 0.
         if (k < n) {
-          o.is_weights(k) = mass[j] > 0.0f && lowest < detail::no_mass
-                                ? foxrl::math::pow(lowest / mass[j], exponent)
-                                : 0.0f;
+          o.is_weights(k) =
+              mass[j] > 0.0f && lowest < detail::no_mass ? foxrl::math::pow(lowest / mass[j], exponent) : 0.0f;
         }
       }
     });
@@ -375,8 +358,7 @@ template <class ExecSpace>
 struct ReplayUpdateFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using scratch_ints =
-      Kokkos::View<std::int32_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using scratch_ints = Kokkos::View<std::int32_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   ReplayLayout layout;
   ReplayStorage<memory_space> storage;
@@ -435,9 +417,8 @@ struct ReplayUpdateFunctor {
     team.team_barrier();
     const int m = local_slot(n);
     if (m > 0) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
-        st.tree(shape.leaf(local_slot(i))) = 0.0f;
-      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m),
+                           [&](const int i) { st.tree(shape.leaf(local_slot(i))) = 0.0f; });
       team.team_barrier();
       float team_max = 0.0f;
       const float a = alpha;
@@ -475,9 +456,8 @@ struct ReplayUpdateFunctor {
     const int top_nodes = static_cast<int>(shape.nodes[top]);
     const std::int64_t children = shape.offset[top - 1];
     const std::int64_t parents = shape.offset[top];
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes * K), [&](const int i) {
-      buf(i) = load_volatile(st.tree(children + i));
-    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes * K),
+                         [&](const int i) { buf(i) = load_volatile(st.tree(children + i)); });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, top_nodes), [&](const int g) {
       float sum = 0.0f;

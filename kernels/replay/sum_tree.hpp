@@ -57,8 +57,8 @@ struct SumTreeDraw {
 /// therefore never entered while a sibling has mass. The slot is clamped to
 /// [0, filled) (only reachable when no leaf has mass).
 template <class TreeView, class TargetOf>
-KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_draw(const TreeView& tree, const SumTreeShape& shape,
-                                                 std::int64_t filled, const TargetOf& target_of) {
+KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_draw(const TreeView& tree, const SumTreeShape& shape, std::int64_t filled,
+                                                 const TargetOf& target_of) {
   constexpr int K = sum_tree_fanout;
   std::int64_t group = 0;
   float target = 0.0f;
@@ -119,9 +119,8 @@ KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_draw(const TreeView& tree, const Sum
 /// children. Level `level - 1` must be final and visible to the team. A node
 /// listed several times is written with the same value each time.
 template <class Team, class TreeView, class Buffer, class NodeOf>
-KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeView& tree,
-                                                   const SumTreeShape& shape, int level, int count,
-                                                   const NodeOf& node_of, const Buffer& buf) {
+KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeView& tree, const SumTreeShape& shape,
+                                                   int level, int count, const NodeOf& node_of, const Buffer& buf) {
   constexpr int K = sum_tree_fanout;
   const int groups = static_cast<int>(buf.extent(0)) / K;
   const std::int64_t children = shape.offset[level - 1];

@@ -1,8 +1,8 @@
 // foxrl collect: record a dataset of transitions for offline training, with
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
-#include "core/execution_context.hpp"
-#include "collect/collect.hpp"
 #include "cli/commands.hpp"
+#include "collect/collect.hpp"
+#include "core/execution_context.hpp"
 #include "run/run_manifest.hpp"
 
 #include <iostream>
@@ -30,8 +30,8 @@ int run_collect(CollectArgs args) {
   // The run's one stream, as in train and rollout.
   ExecutionContext<> context(o.config.seed);
   const auto summary = collect_dataset(context.space(), o);
-  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << foxrl::env_kind_name(o.config.env) << " ("
-            << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
+  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << foxrl::env_kind_name(o.config.env)
+            << " (" << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
             << " features, policy " << o.policy << ") written to " << o.out_path << "\n";
   return 0;
 }
@@ -50,7 +50,8 @@ Command add_collect_command(CLI::App& app) {
   cmd->add_option("--epsilon", args->options.epsilon, "Exploration rate of epsilon-greedy")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--run", args->options.run_dir, "Run directory of `foxrl train` whose policy acts (greedy, epsilon-greedy)");
+  cmd->add_option("--run", args->options.run_dir,
+                  "Run directory of `foxrl train` whose policy acts (greedy, epsilon-greedy)");
   cmd->add_option("--steps", args->options.transitions, "Transitions to record (over all envs)")
       ->required()
       ->check(CLI::PositiveNumber);

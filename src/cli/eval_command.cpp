@@ -1,8 +1,8 @@
 // foxrl eval: the greedy policy of a run on a time split of its market data
 // (or another CSV), next to buy-and-hold, always-flat and random.
+#include "cli/commands.hpp"
 #include "core/execution_context.hpp"
 #include "io/atomic_file.hpp"
-#include "cli/commands.hpp"
 #include "market/market_evaluation.hpp"
 #include "run/policy.hpp"
 #include "run/setup.hpp"

@@ -1,8 +1,8 @@
 // foxrl infer: Q-values and greedy action of a trained market policy for
 // each bar of a CSV (or only the latest), as CSV or JSON: what a trading
 // system calls.
-#include "core/execution_context.hpp"
 #include "cli/commands.hpp"
+#include "core/execution_context.hpp"
 #include "market/market_data.hpp"
 #include "run/policy.hpp"
 
@@ -69,7 +69,9 @@ Command add_infer_command(CLI::App& app) {
       ->check(CLI::Range(-1, 1))
       ->capture_default_str();
   cmd->add_flag("--latest", args->latest, "Only the decision after the last bar");
-  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
+  cmd->add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->capture_default_str();
   cmd->add_flag("--skip-bad-rows", args->skip_bad_rows, "Skip and count invalid CSV rows instead of failing");
   return [cmd, args]() { return cmd->parsed() ? run_infer(*args) : -1; };
 }

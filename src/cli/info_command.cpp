@@ -52,8 +52,8 @@ void print_devices(std::ostream& out) {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
-    out << "  [" << d << "] " << p.name << ", sm_" << p.major << p.minor << ", " << p.multiProcessorCount
-        << " SMs, " << (p.totalGlobalMem >> 20) << " MiB, L2 " << (p.l2CacheSize >> 10) << " KiB"
+    out << "  [" << d << "] " << p.name << ", sm_" << p.major << p.minor << ", " << p.multiProcessorCount << " SMs, "
+        << (p.totalGlobalMem >> 20) << " MiB, L2 " << (p.l2CacheSize >> 10) << " KiB"
         << (d == Kokkos::Cuda().cuda_device() ? " (in use)" : "") << "\n";
   }
   int driver = 0, runtime = 0;

@@ -3,8 +3,8 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
-#include "market/market_data.hpp"
 #include "envs/rollout.hpp"
+#include "market/market_data.hpp"
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
@@ -26,14 +26,13 @@ int main(int argc, char** argv) {
 
   foxrl::RolloutOptions rollout;
   std::string initial_state, feature_set = "returns", rollout_env = "cartpole";
-  auto* rollout_cmd = app.add_subcommand(
-      "rollout", "Replay an action sequence in one environment and write every step to CSV");
+  auto* rollout_cmd =
+      app.add_subcommand("rollout", "Replay an action sequence in one environment and write every step to CSV");
   rollout_cmd->add_option("--env", rollout_env, "Environment: cartpole or market")
       ->check(CLI::IsMember({"cartpole", "market"}))
       ->capture_default_str();
   rollout_cmd->add_option("--seed", rollout.seed, "Seed of the reset / start-bar draws")->capture_default_str();
-  rollout_cmd->add_option("--actions", rollout.actions_path, "Action file: one integer action per line")
-      ->required();
+  rollout_cmd->add_option("--actions", rollout.actions_path, "Action file: one integer action per line")->required();
   rollout_cmd->add_option("--initial-state", initial_state,
                           "CartPole only: start state x,x_dot,theta,theta_dot instead of a seeded reset");
   rollout_cmd->add_option("--data", rollout.data_path,
@@ -69,8 +68,8 @@ int main(int argc, char** argv) {
       rollout.env = foxrl::parse_env_kind(rollout_env);
       rollout.market.observation.set = foxrl::parse_feature_set(feature_set);
       const auto trace = foxrl::run_rollout(rollout);
-      std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to "
-                << rollout.out_path << "\n";
+      std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to " << rollout.out_path
+                << "\n";
     }
   } catch (const foxrl::UsageError& e) {
     std::cerr << "foxrl: " << e.what() << "\n";

@@ -5,10 +5,10 @@
 // host can recompute them (kernels::epsilon_greedy_action).
 
 #include "core/compat.hpp"
-#include "kernels/collect/epsilon_greedy.hpp"
-#include "kernels/core/counter_rng.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "kernels/collect/epsilon_greedy.hpp"
+#include "kernels/core/counter_rng.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -80,8 +80,8 @@ class ActionSelector {
   void check(std::size_t rows, std::size_t cols, std::size_t out) const {
     if (static_cast<int>(cols) != num_actions_ || rows != out) {
       throw LogicError("ActionSelector: got Q/greedy input [" + std::to_string(rows) + ", " + std::to_string(cols) +
-                       "] and " + std::to_string(out) + " action slots; expected [N, " +
-                       std::to_string(num_actions_) + "] and N");
+                       "] and " + std::to_string(out) + " action slots; expected [N, " + std::to_string(num_actions_) +
+                       "] and N");
     }
   }
 

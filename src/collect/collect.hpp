@@ -11,13 +11,13 @@
 
 #include "collect/action_selector.hpp"
 #include "collect/dataset_recorder.hpp"
+#include "config/train_config.hpp"
 #include "core/error.hpp"
+#include "envs/vector_env.hpp"
 #include "market/market_setup.hpp"
 #include "run/policy.hpp"
 #include "run/setup.hpp"
-#include "config/train_config.hpp"
 #include "run/training_log.hpp"
-#include "envs/vector_env.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -87,8 +87,8 @@ CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) 
     policy.emplace(space, o.run_dir, N);
     if (policy->obs_dim() != D || policy->num_actions() != A) {
       throw UsageError("collect: the checkpoint in " + o.run_dir + " takes " + std::to_string(policy->obs_dim()) +
-                       " features and " + std::to_string(policy->num_actions()) + " actions, the " + env_kind_name(spec.env) +
-                       " env gives " + std::to_string(D) + " and " + std::to_string(A));
+                       " features and " + std::to_string(policy->num_actions()) + " actions, the " +
+                       env_kind_name(spec.env) + " env gives " + std::to_string(D) + " and " + std::to_string(A));
     }
   }
   const double epsilon = o.policy == "random" ? 1.0 : (o.policy == "greedy" ? 0.0 : o.epsilon);

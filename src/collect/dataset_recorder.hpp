@@ -6,11 +6,11 @@
 // iteration, both on the run's instance; the host sees the data once, when
 // write() copies it out.
 
-#include "views/envs/env_step.hpp"
-#include "kernels/collect/dataset_kernels.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
 #include "io/state_archive.hpp"
+#include "kernels/collect/dataset_kernels.hpp"
+#include "views/envs/env_step.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -56,7 +56,8 @@ class DatasetRecorder {
   }
 
   /// The actions of iteration `t` and what the env step returned.
-  void record_step(const ExecSpace& space, std::int64_t t, const Kokkos::View<const std::int32_t*, memory_space>& actions,
+  void record_step(const ExecSpace& space, std::int64_t t,
+                   const Kokkos::View<const std::int32_t*, memory_space>& actions,
                    const EnvStep<memory_space>& step) const {
     kernels::record_step(space, next_observations_, actions_, rewards_, terminated_, truncated_, t * num_envs_, rows_,
                          num_envs_, actions, step);

@@ -5,13 +5,13 @@
 // finished transitions into the replay buffer and the episode statistics:
 // all on the run's instance, no host copy, no fence.
 
-#include "collect/action_selector.hpp"
 #include "agents/dqn/dqn_learner.hpp"
-#include "envs/episode_stats.hpp"
+#include "collect/action_selector.hpp"
 #include "collect/nstep_accumulator.hpp"
-#include "replay/replay_buffer.hpp"
-#include "market/signal_adapter.hpp"
+#include "envs/episode_stats.hpp"
 #include "envs/vector_env.hpp"
+#include "market/signal_adapter.hpp"
+#include "replay/replay_buffer.hpp"
 
 #include <cstdint>
 
@@ -37,11 +37,10 @@ class ExperienceCollector {
         replay_(replay),
         nstep_(space, env.num_envs(), env.obs_dim(), n_step, gamma),
         stats_(space, env.num_envs()),
-        acted_on_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::acted_on"),
-                  env.num_envs(), env.obs_dim()),
+        acted_on_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::acted_on"), env.num_envs(),
+                  env.obs_dim()),
         greedy_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::greedy"), env.num_envs()),
-        actions_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::actions"),
-                 env.num_envs()) {
+        actions_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::actions"), env.num_envs()) {
     if (adapter_ != nullptr) {
       normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::normalized"),
                              env.num_envs(), env.obs_dim());
@@ -64,8 +63,8 @@ class ExperienceCollector {
     env_.step(space, actions_);
     const auto& result = env_.step_result();
     stats_.record(space, result.rewards, result.terminated, result.truncated);
-    const bool ready = nstep_.push(space, {acted_on_, actions_, result.rewards, result.terminated,
-                                           result.truncated, result.next_observations});
+    const bool ready = nstep_.push(
+        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations});
     if (!ready || replay_ == nullptr) return 0;
     replay_->insert(space, nstep_.output());
     return env_.num_envs();

@@ -23,11 +23,10 @@ class NStepAccumulator {
   using memory_space = typename ExecSpace::memory_space;
   using StepRecord = kernels::StepRecord<memory_space>;
 
-  NStepAccumulator(const ExecSpace& space, int num_envs, int obs_dim, int n, float gamma)
-      : n_(n), gamma_(gamma) {
+  NStepAccumulator(const ExecSpace& space, int num_envs, int obs_dim, int n, float gamma) : n_(n), gamma_(gamma) {
     if (num_envs < 1 || obs_dim < 1 || n < 1) {
-      throw Error("NStepAccumulator: num_envs, obs_dim and n must be positive (got " +
-                  std::to_string(num_envs) + ", " + std::to_string(obs_dim) + ", " + std::to_string(n) + ")");
+      throw Error("NStepAccumulator: num_envs, obs_dim and n must be positive (got " + std::to_string(num_envs) + ", " +
+                  std::to_string(obs_dim) + ", " + std::to_string(n) + ")");
     }
     auto alloc = [&](const char* label) {
       return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::NStep::") + label);

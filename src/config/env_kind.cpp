@@ -12,8 +12,10 @@ EnvKind parse_env_kind(const std::string& name) {
 
 const char* env_kind_name(EnvKind kind) {
   switch (kind) {
-    case EnvKind::cartpole: return "cartpole";
-    case EnvKind::market: return "market";
+    case EnvKind::cartpole:
+      return "cartpole";
+    case EnvKind::market:
+      return "market";
   }
   return "unknown";
 }

@@ -20,7 +20,8 @@ void check_resume_compatible(const TrainConfig& saved, const TrainConfig& now, c
     }
   }
   for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) throw UsageError("--resume: config key '" + key + "' is not in the saved run (" + where + ")");
+    if (!a.contains(key))
+      throw UsageError("--resume: config key '" + key + "' is not in the saved run (" + where + ")");
   }
   if (now.epochs < saved.epochs) {
     throw UsageError("--resume: config key 'epochs' is " + std::to_string(now.epochs) + ", the saved run (" + where +

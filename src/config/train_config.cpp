@@ -15,10 +15,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-using Member = std::variant<std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*,
-                            double TrainConfig::*, bool TrainConfig::*,
-                            std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*,
-                            EnvKind TrainConfig::*>;
+using Member =
+    std::variant<std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
+                 std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*, EnvKind TrainConfig::*>;
 
 /// One key of the config: where it lives, its allowed range (numbers) or
 /// values (strings), and what it means.
@@ -139,8 +138,9 @@ void assign(TrainConfig& config, const Field& f, const Json& value, const std::s
           config.*member = out;
         } else {
           if (!value.is_number_integer() || (std::is_unsigned_v<T> && value.get<double>() < 0)) {
-            reject(where, f.key, "expected a" + std::string(std::is_unsigned_v<T> ? " non-negative" : "n") +
-                                     " integer, got " + value.dump());
+            reject(where, f.key,
+                   "expected a" + std::string(std::is_unsigned_v<T> ? " non-negative" : "n") + " integer, got " +
+                       value.dump());
           }
           check_range(where, f, value.get<double>());
           config.*member = value.get<T>();

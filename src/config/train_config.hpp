@@ -22,19 +22,19 @@ struct TrainConfig {
   std::string features = "returns";  ///< market observation: "returns" (window returns + position) or "ohlcv"
   std::int64_t num_envs = 64;
   std::int64_t episode_length = 1000;  ///< market episodes (truncation); CartPole truncates at 500
-  double cost_bps = 5.0;             ///< market: cost per unit of position change, basis points
-  std::int64_t window = 64;          ///< market: log returns in the observation
-  std::string train_end;             ///< market: last timestamp of the training split (ISO date); empty: 70 %
-  std::string test_start;            ///< market: first timestamp of the test split; empty: after validation
-  bool skip_bad_rows = false;        ///< market CSV: skip and count invalid rows instead of failing
+  double cost_bps = 5.0;               ///< market: cost per unit of position change, basis points
+  std::int64_t window = 64;            ///< market: log returns in the observation
+  std::string train_end;               ///< market: last timestamp of the training split (ISO date); empty: 70 %
+  std::string test_start;              ///< market: first timestamp of the test split; empty: after validation
+  bool skip_bad_rows = false;          ///< market CSV: skip and count invalid rows instead of failing
 
   // --- network and optimiser --------------------------------------------------
   std::vector<std::int64_t> hidden = {128, 128};
   double lr = 2.5e-4;
   double adam_eps = 1e-8;
   double weight_decay = 0.0;
-  double max_grad_norm = 10.0;       ///< global gradient-norm clip; 0 disables
-  std::string loss = "huber";        ///< "huber" (delta 1) or "mse"
+  double max_grad_norm = 10.0;  ///< global gradient-norm clip; 0 disables
+  std::string loss = "huber";   ///< "huber" (delta 1) or "mse"
 
   // --- DQN --------------------------------------------------------------------
   double gamma = 0.99;
@@ -49,22 +49,22 @@ struct TrainConfig {
   double eps_start = 1.0;
   double eps_end = 0.05;
   std::int64_t eps_decay_env_steps = 250000;
-  double per_alpha = 0.6;                  ///< 0: uniform replay
+  double per_alpha = 0.6;  ///< 0: uniform replay
   double per_beta_start = 0.4;
   std::int64_t per_beta_anneal_updates = 100000;
 
   // --- guard ------------------------------------------------------------------
-  double guard_spike_factor = 100.0;       ///< loss > factor x running median: bad update
-  std::int64_t guard_max_bad = 5;          ///< consecutive bad updates before restoring
-  double guard_lr_decay = 0.5;             ///< learning-rate factor after a restore
+  double guard_spike_factor = 100.0;  ///< loss > factor x running median: bad update
+  std::int64_t guard_max_bad = 5;     ///< consecutive bad updates before restoring
+  double guard_lr_decay = 0.5;        ///< learning-rate factor after a restore
 
   // --- schedule and output ----------------------------------------------------
   std::int64_t epochs = 10;
   std::int64_t iterations_per_epoch = 1000;
   std::uint64_t seed = 1;
-  std::string out_dir = "foxrl-run";       ///< logs, metrics.jsonl, checkpoints, charts
-  std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (and at the end)
-  double target_return = 0;                ///< > 0: stop once the last-100 mean return reaches it
+  std::string out_dir = "foxrl-run";  ///< logs, metrics.jsonl, checkpoints, charts
+  std::int64_t checkpoint_every = 1;  ///< epochs between checkpoints (and at the end)
+  double target_return = 0;           ///< > 0: stop once the last-100 mean return reaches it
 
   /// Reads a JSON object of the keys above; throws UsageError naming the
   /// file and key on unknown keys, wrong types or out-of-range values.

@@ -17,8 +17,8 @@
 
 #include "core/error.hpp"
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
 #include <string>
 #include <type_traits>
@@ -33,8 +33,8 @@ inline constexpr bool blas_gemm_takes_instance = false;
 
 /// C = alpha op(A) op(B) + beta C on `space` (see the notes above).
 template <class ExecSpace, class AView, class BView, class CView>
-void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, float alpha, const AView& a,
-          const BView& b, float beta, const CView& c) {
+void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, float alpha, const AView& a, const BView& b,
+          float beta, const CView& c) {
   const bool a_t = trans_a[0] != 'N' && trans_a[0] != 'n';
   const auto k = a_t ? a.extent(0) : a.extent(1);
   if (k == 0) {

@@ -30,8 +30,7 @@ inline void check_cuda(cudaError_t status, const char* what) {
 /// stream), wrapped by a Kokkos::Cuda instance that owns it from then on.
 inline Kokkos::Cuda make_cuda_instance_on_new_stream() {
   cudaStream_t stream = nullptr;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-             "cudaStreamCreateWithFlags");
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
 #if KOKKOS_VERSION >= 40200
   return Kokkos::Cuda(stream, Kokkos::Impl::ManageStream::yes);
 #else
@@ -64,8 +63,7 @@ class ExecutionContext {
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
 
-  explicit ExecutionContext(std::uint64_t seed = 0)
-      : space_(detail::make_run_instance<ExecSpace>()), seed_(seed) {}
+  explicit ExecutionContext(std::uint64_t seed = 0) : space_(detail::make_run_instance<ExecSpace>()), seed_(seed) {}
 
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;

@@ -16,8 +16,7 @@ std::uint64_t next_kernel_id = 0;
 // Regions open now (push/pop callbacks carry no id), innermost last.
 std::vector<std::string> open_regions;
 
-void record_launch(AuditRecord::LaunchKind kind, const char* name, std::uint32_t dev,
-                   std::uint64_t* kernel_id) {
+void record_launch(AuditRecord::LaunchKind kind, const char* name, std::uint32_t dev, std::uint64_t* kernel_id) {
   *kernel_id = next_kernel_id++;
   if (active_record != nullptr) {
     active_record->launches.push_back({kind, name, dev, open_regions});
@@ -39,8 +38,7 @@ void on_end(std::uint64_t) {}
 // declare otherwise at initialisation, which a tool attached through
 // callbacks cannot do. That fence exists only because the audit is attached,
 // so it is not recorded.
-constexpr const char* tool_attachment_fence =
-    "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence";
+constexpr const char* tool_attachment_fence = "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence";
 
 void on_begin_fence(const char* name, std::uint32_t dev, std::uint64_t* id) {
   *id = next_kernel_id++;
@@ -49,8 +47,7 @@ void on_begin_fence(const char* name, std::uint32_t dev, std::uint64_t* id) {
   }
 }
 
-void on_allocate(Kokkos::Tools::SpaceHandle space, const char* label, const void*,
-                 std::uint64_t bytes) {
+void on_allocate(Kokkos::Tools::SpaceHandle space, const char* label, const void*, std::uint64_t bytes) {
   // Kokkos 4's CUDA team launches without level-1 scratch "allocate" a
   // zero-byte scratch pool on every launch; nothing is allocated.
   if (active_record != nullptr && bytes > 0) {
@@ -74,16 +71,17 @@ void on_pop_region() {
 
 const char* kind_name(AuditRecord::LaunchKind kind) {
   switch (kind) {
-    case AuditRecord::LaunchKind::parallel_for: return "parallel_for";
-    case AuditRecord::LaunchKind::parallel_reduce: return "parallel_reduce";
-    case AuditRecord::LaunchKind::parallel_scan: return "parallel_scan";
+    case AuditRecord::LaunchKind::parallel_for:
+      return "parallel_for";
+    case AuditRecord::LaunchKind::parallel_reduce:
+      return "parallel_reduce";
+    case AuditRecord::LaunchKind::parallel_scan:
+      return "parallel_scan";
   }
   return "launch";
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // Kokkos' own launches for View initialisation carry the View's label:
 // "Kokkos::View::initialization [label]" (and similar for destruction).
@@ -146,15 +144,13 @@ std::vector<std::string> AuditRecord::launches_without_prefix(const std::string&
   std::vector<std::string> out;
   for (const auto& l : launches) {
     if (!starts_with(l.name, prefix) && !is_kokkos_view_launch_for(l.name, prefix)) {
-      out.push_back(std::string(kind_name(l.kind)) + " '" + l.name + "' is not labelled '" +
-                    prefix + "...'");
+      out.push_back(std::string(kind_name(l.kind)) + " '" + l.name + "' is not labelled '" + prefix + "...'");
     }
   }
   return out;
 }
 
-std::vector<std::string> AuditRecord::violations(std::uint32_t device_id,
-                                                 const std::string& prefix) const {
+std::vector<std::string> AuditRecord::violations(std::uint32_t device_id, const std::string& prefix) const {
   std::vector<std::string> out = launches_off(device_id);
   for (auto& v : fences_off(device_id)) out.push_back(std::move(v));
   for (auto& v : allocations_without_prefix(prefix)) out.push_back(std::move(v));

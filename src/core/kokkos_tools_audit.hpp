@@ -67,8 +67,7 @@ struct AuditRecord {
 
   /// All violations of the one-stream rule for instance `device_id`, with
   /// labels under `prefix`; empty when the region was clean.
-  std::vector<std::string> violations(std::uint32_t device_id,
-                                      const std::string& prefix = "foxrl::") const;
+  std::vector<std::string> violations(std::uint32_t device_id, const std::string& prefix = "foxrl::") const;
 };
 
 /// Installs the callbacks for its lifetime; only one may be alive at a time

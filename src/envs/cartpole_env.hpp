@@ -3,13 +3,13 @@
 // with Gymnasium's dynamics in float32 (docs BENCHMARKS.md) and same-step
 // auto-reset. One launch per step.
 
-#include "views/envs/cartpole_state.hpp"
 #include "core/compat.hpp"
-#include "kernels/core/counter_rng.hpp"
-#include "kernels/envs/cartpole_step.hpp"
-#include "views/envs/env_step.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "kernels/core/counter_rng.hpp"
+#include "kernels/envs/cartpole_step.hpp"
+#include "views/envs/cartpole_state.hpp"
+#include "views/envs/env_step.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -44,8 +44,7 @@ class CartPoleEnv {
     require_positive("foxrl::CartPoleConfig", "max_episode_steps", config.max_episode_steps);
     auto vec = [&](const char* name) {
       return Kokkos::View<float*, memory_space>(
-          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::CartPole::") + name),
-          num_envs);
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::CartPole::") + name), num_envs);
     };
     state_.x = vec("x");
     state_.x_dot = vec("x_dot");
@@ -53,10 +52,10 @@ class CartPoleEnv {
     state_.theta_dot = vec("theta_dot");
     state_.episode_steps = Kokkos::View<std::int32_t*, memory_space>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::CartPole::episode_steps"), num_envs);
-    state_.episodes = Kokkos::View<std::uint64_t*, memory_space>(
-        Kokkos::view_alloc(space, "foxrl::CartPole::episodes"), num_envs);
-    obs_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::CartPole::observations"),
-                    num_envs, obs_dim());
+    state_.episodes =
+        Kokkos::View<std::uint64_t*, memory_space>(Kokkos::view_alloc(space, "foxrl::CartPole::episodes"), num_envs);
+    obs_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::CartPole::observations"), num_envs,
+                    obs_dim());
     last_ = EnvStep<memory_space>::allocate(space, num_envs, obs_dim(), "foxrl::CartPole");
     reset(space);
   }
@@ -67,9 +66,7 @@ class CartPoleEnv {
   const CartPoleConfig& config() const { return config_; }
 
   /// Starts a new episode in every env (each draws its next reset state).
-  void reset(const ExecSpace& space) {
-    kernels::cartpole_reset(space, functor(action_view(), last_));
-  }
+  void reset(const ExecSpace& space) { kernels::cartpole_reset(space, functor(action_view(), last_)); }
 
   /// Steps every env with actions [N] and writes the result into the env's
   /// own step Views (step_result()); observations() then holds the next

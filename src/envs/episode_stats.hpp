@@ -19,9 +19,9 @@ namespace foxrl {
 
 /// Host copy of the episode statistics.
 struct EpisodeSummary {
-  std::int64_t episodes = 0;           ///< finished episodes since the start
-  std::vector<double> last_returns;    ///< returns of up to the last 100, oldest first
-  double mean_last_100 = 0;            ///< mean of last_returns (0 when none)
+  std::int64_t episodes = 0;         ///< finished episodes since the start
+  std::vector<double> last_returns;  ///< returns of up to the last 100, oldest first
+  double mean_last_100 = 0;          ///< mean of last_returns (0 when none)
 };
 
 template <class ExecSpace>
@@ -70,7 +70,8 @@ class EpisodeStats {
     EpisodeSummary s;
     s.episodes = count();
     const std::int64_t kept = s.episodes < window ? s.episodes : window;
-    for (std::int64_t j = s.episodes - kept; j < s.episodes; ++j) s.last_returns.push_back(ring(static_cast<int>(j % window)));
+    for (std::int64_t j = s.episodes - kept; j < s.episodes; ++j)
+      s.last_returns.push_back(ring(static_cast<int>(j % window)));
     double total = 0;
     for (double r : s.last_returns) total += r;
     s.mean_last_100 = kept > 0 ? total / static_cast<double>(kept) : 0.0;

@@ -15,8 +15,10 @@ namespace foxrl {
 
 int env_num_actions(EnvKind env) {
   switch (env) {
-    case EnvKind::cartpole: return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
-    case EnvKind::market: return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+    case EnvKind::cartpole:
+      return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+    case EnvKind::market:
+      return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
   }
   throw LogicError("env_num_actions: unknown env kind");
 }
@@ -75,8 +77,9 @@ void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
   for (std::size_t k = 0; k < trace.size(); ++k) {
     std::fprintf(f, "%zu", k);
     for (int j = 0; j < trace.obs_dim; ++j) {
-      std::fprintf(f, ",%.9g", static_cast<double>(trace.observations[k * static_cast<std::size_t>(trace.obs_dim) +
-                                                                       static_cast<std::size_t>(j)]));
+      std::fprintf(f, ",%.9g",
+                   static_cast<double>(
+                       trace.observations[k * static_cast<std::size_t>(trace.obs_dim) + static_cast<std::size_t>(j)]));
     }
     std::fprintf(f, ",%d,%.9g,%d,%d\n", trace.actions[k], static_cast<double>(trace.rewards[k]),
                  static_cast<int>(trace.terminated[k]), static_cast<int>(trace.truncated[k]));

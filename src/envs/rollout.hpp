@@ -4,9 +4,9 @@
 // it reads each step back to the host.
 
 #include "config/env_kind.hpp"
-#include "envs/cartpole_env.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "envs/cartpole_env.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 
@@ -35,15 +35,15 @@ struct RolloutTrace {
 struct RolloutOptions {
   EnvKind env = EnvKind::cartpole;
   std::uint64_t seed = 0;
-  std::string actions_path;      ///< one action per line ('#' comments and blank lines ignored)
+  std::string actions_path;  ///< one action per line ('#' comments and blank lines ignored)
   /// CartPole only: start from this state (x, x_dot, theta, theta_dot)
   /// instead of a seeded reset.
   std::optional<std::array<float, 4>> initial_state;
-  std::string data_path;         ///< market only: OHLCV CSV; empty: a synthetic series
+  std::string data_path;  ///< market only: OHLCV CSV; empty: a synthetic series
   std::string synthetic = "regime";
   std::size_t synthetic_bars = 20000;
-  MarketEnvConfig market;        ///< market only: observation, episode length, cost
-  std::string out_path;          ///< CSV output
+  MarketEnvConfig market;  ///< market only: observation, episode length, cost
+  std::string out_path;    ///< CSV output
 };
 
 /// Reads an action file: one integer in [0, num_actions) per line. Throws
@@ -66,8 +66,8 @@ RolloutTrace rollout_steps(const ExecSpace& space, Env& env, const std::vector<s
   RolloutTrace trace;
   const int D = env.obs_dim();
   trace.obs_dim = D;
-  Kokkos::View<std::int32_t*, mem> action(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Rollout::action"),
-                                          env.num_envs());
+  Kokkos::View<std::int32_t*, mem> action(
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Rollout::action"), env.num_envs());
   Kokkos::deep_copy(space, action, 0);
   // create_mirror, not create_mirror_view: on host backends the latter
   // would alias the env's Views, which the step overwrites.

@@ -2,10 +2,10 @@
 
 #include "core/error.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace foxrl {
 namespace {

@@ -5,15 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace foxrl::safetensors {
 namespace {
@@ -71,8 +71,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   e.begin = (*offsets)[0].get<std::uint64_t>();
   e.end = (*offsets)[1].get<std::uint64_t>();
   if (e.end < e.begin)
-    fail_tensor(path, name, "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                                "] end before begin");
+    fail_tensor(path, name,
+                "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] end before begin");
   // Element count with overflow checks: a corrupt shape must not wrap.
   std::uint64_t bytes = dtype_size(e.dtype);
   for (const auto d : e.shape) {
@@ -81,9 +81,10 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
     bytes *= static_cast<std::uint64_t>(d);
   }
   if (e.end - e.begin != bytes)
-    fail_tensor(path, name, "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
-                                std::to_string(e.end - e.begin) + " bytes, but dtype " + e.dtype + " and shape " +
-                                shape_string(e.shape) + " need " + std::to_string(bytes));
+    fail_tensor(path, name,
+                "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
+                    std::to_string(e.end - e.begin) + " bytes, but dtype " + e.dtype + " and shape " +
+                    shape_string(e.shape) + " need " + std::to_string(bytes));
   return e;
 }
 
@@ -122,9 +123,8 @@ const Tensor* File::find(const std::string& name) const {
 
 std::size_t dtype_size(const std::string& dtype) {
   static const std::map<std::string, std::size_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2},
-      {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},     {"F32", 4},     {"I64", 8}, {"U64", 8},
-      {"F64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"I64", 8},     {"U64", 8}, {"F64", 8}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -175,9 +175,9 @@ File read(const std::string& path) {
   const std::uint64_t data_size = file_size - 8 - header_len;
   for (const auto& e : entries)
     if (e.end > data_size)
-      fail_tensor(path, e.name, "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                                    "] run past the data section of " + std::to_string(data_size) +
-                                    " bytes (truncated file?)");
+      fail_tensor(path, e.name,
+                  "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                      "] run past the data section of " + std::to_string(data_size) + " bytes (truncated file?)");
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   for (std::size_t i = 1; i < entries.size(); ++i)
@@ -208,8 +208,9 @@ void write(const std::string& path, const File& file) {
     if (size == 0) fail_tensor(path, t.name, "unknown dtype \"" + t.dtype + "\"");
     if (t.name == "__metadata__" || header.contains(t.name)) fail_tensor(path, t.name, "duplicate or reserved name");
     if (static_cast<std::uint64_t>(t.numel()) * size != t.data.size())
-      fail_tensor(path, t.name, "holds " + std::to_string(t.data.size()) + " bytes for shape " +
-                                    shape_string(t.shape) + " of " + t.dtype);
+      fail_tensor(
+          path, t.name,
+          "holds " + std::to_string(t.data.size()) + " bytes for shape " + shape_string(t.shape) + " of " + t.dtype);
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }

@@ -32,13 +32,20 @@ namespace detail {
 template <class T>
 constexpr const char* safetensors_dtype() {
   using U = std::remove_const_t<T>;
-  if constexpr (std::is_same_v<U, float>) return "F32";
-  else if constexpr (std::is_same_v<U, double>) return "F64";
-  else if constexpr (std::is_same_v<U, std::int32_t>) return "I32";
-  else if constexpr (std::is_same_v<U, std::int64_t>) return "I64";
-  else if constexpr (std::is_same_v<U, std::uint64_t>) return "U64";
-  else if constexpr (std::is_same_v<U, std::uint8_t>) return "U8";
-  else static_assert(sizeof(T) == 0, "no safetensors dtype for this value type");
+  if constexpr (std::is_same_v<U, float>)
+    return "F32";
+  else if constexpr (std::is_same_v<U, double>)
+    return "F64";
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return "I32";
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return "I64";
+  else if constexpr (std::is_same_v<U, std::uint64_t>)
+    return "U64";
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return "U8";
+  else
+    static_assert(sizeof(T) == 0, "no safetensors dtype for this value type");
 }
 
 /// The first `rows` rows of `view` (all of a rank-0 View), contiguous for
@@ -47,10 +54,14 @@ template <class View>
 auto leading_rows(const View& view, std::int64_t rows) {
   constexpr int rank = static_cast<int>(View::rank);
   const auto r = std::make_pair(std::size_t(0), static_cast<std::size_t>(rows));
-  if constexpr (rank == 0) return view;
-  else if constexpr (rank == 1) return Kokkos::subview(view, r);
-  else if constexpr (rank == 2) return Kokkos::subview(view, r, Kokkos::ALL);
-  else return Kokkos::subview(view, r, Kokkos::ALL, Kokkos::ALL);
+  if constexpr (rank == 0)
+    return view;
+  else if constexpr (rank == 1)
+    return Kokkos::subview(view, r);
+  else if constexpr (rank == 2)
+    return Kokkos::subview(view, r, Kokkos::ALL);
+  else
+    return Kokkos::subview(view, r, Kokkos::ALL, Kokkos::ALL);
 }
 
 template <class View>

@@ -16,11 +16,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -35,8 +44,8 @@ std::string number(double v) {
 
 }  // namespace
 
-std::string render_line_chart(const std::string& title, const std::string& x_label,
-                              const std::string& y_label, const std::vector<ChartSeries>& series) {
+std::string render_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                              const std::vector<ChartSeries>& series) {
   double y_min = std::numeric_limits<double>::infinity();
   double y_max = -y_min;
   std::size_t x_count = 1;
@@ -60,13 +69,13 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-      << escape(title) << "</text>\n";
+      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
+      << "</text>\n";
   for (int i = 0; i <= 4; ++i) {
     const double y = y_min + (y_max - y_min) * i / 4;
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y) << "\" y2=\""
-        << py(y) << "\" stroke=\"#ddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4
-        << "\" text-anchor=\"end\">" << number(y) << "</text>\n";
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)
+        << "\" stroke=\"#ddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
+        << number(y) << "</text>\n";
     const double x = x_span * i / 4;
     svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\"middle\">"
         << number(std::round(x)) << "</text>\n";

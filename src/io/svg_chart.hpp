@@ -14,7 +14,7 @@ struct ChartSeries {
 
 /// Renders the series into an SVG document with axes, tick labels and a
 /// legend. Non-finite values are skipped (gaps in the line).
-std::string render_line_chart(const std::string& title, const std::string& x_label,
-                              const std::string& y_label, const std::vector<ChartSeries>& series);
+std::string render_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                              const std::vector<ChartSeries>& series);
 
 }  // namespace foxrl

@@ -1,8 +1,8 @@
 #include "market/market_data.hpp"
 
-#include "kernels/core/counter_rng.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "kernels/core/counter_rng.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -33,8 +33,7 @@ std::vector<std::string> split_fields(const std::string& line) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string::npos ? std::string::npos
-                                                                        : comma - start)));
+    fields.push_back(trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -67,15 +66,14 @@ bool digits(const std::string& s, std::size_t pos, std::size_t n, int& value) {
 // Returns false (and leaves `out` alone) when `text` is not a timestamp.
 bool try_parse_timestamp(const std::string& text, std::int64_t& out) {
   if (text.empty()) return false;
-  if (std::all_of(text.begin(), text.end(),
-                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
     if (text.size() > 12) return false;  // beyond year 33000: not unix seconds
     out = std::stoll(text);
     return true;
   }
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!digits(text, 0, 4, year) || text.size() < 10 || text[4] != '-' ||
-      !digits(text, 5, 2, month) || text[7] != '-' || !digits(text, 8, 2, day)) {
+  if (!digits(text, 0, 4, year) || text.size() < 10 || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
+      !digits(text, 8, 2, day)) {
     return false;
   }
   std::size_t pos = 10;
@@ -96,8 +94,8 @@ bool try_parse_timestamp(const std::string& text, std::int64_t& out) {
   if (month < 1 || month > 12) return false;
   const int max_day = month_days[month - 1] + (month == 2 && is_leap(year) ? 1 : 0);
   if (day < 1 || day > max_day || hour > 23 || minute > 59 || second > 59) return false;
-  out = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
-        hour * 3600 + minute * 60 + second;
+  out = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600 +
+        minute * 60 + second;
   return true;
 }
 
@@ -107,8 +105,7 @@ NumberStatus parse_number(const std::string& text, double& out) {
   if (text.empty()) return NumberStatus::non_numeric;
   // strtod also reads hex floats and "nan(...)"; accept only decimal forms.
   for (char c : text) {
-    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' ||
-          c == 'e' || c == 'E')) {
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')) {
       const std::string l = lower(text);
       const std::string body = (l[0] == '-' || l[0] == '+') ? l.substr(1) : l;
       if (body == "nan" || body == "inf" || body == "infinity") return NumberStatus::non_finite;
@@ -160,14 +157,12 @@ std::string format_timestamp(std::int64_t t) {
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02dZ", static_cast<long long>(y), m,
-                d, static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60),
-                static_cast<int>(secs % 60));
+  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02dZ", static_cast<long long>(y), m, d,
+                static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60));
   return buf;
 }
 
-MarketSeries load_market_csv(const std::string& path, const LoadOptions& options,
-                             LoadReport* report) {
+MarketSeries load_market_csv(const std::string& path, const LoadOptions& options, LoadReport* report) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(path + ": cannot open market data file");
   std::ostringstream buffer;
@@ -203,24 +198,29 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
       for (int i = 0; i < static_cast<int>(names.size()); ++i) {
         const std::string n = lower(names[static_cast<std::size_t>(i)]);
         int* slot = nullptr;
-        if (n == "timestamp" || n == "date" || n == "datetime" || n == "time") slot = &col.timestamp;
-        else if (n == "open") slot = &col.open;
-        else if (n == "high") slot = &col.high;
-        else if (n == "low") slot = &col.low;
-        else if (n == "close") slot = &col.close;
-        else if (n == "volume") slot = &col.volume;
+        if (n == "timestamp" || n == "date" || n == "datetime" || n == "time")
+          slot = &col.timestamp;
+        else if (n == "open")
+          slot = &col.open;
+        else if (n == "high")
+          slot = &col.high;
+        else if (n == "low")
+          slot = &col.low;
+        else if (n == "close")
+          slot = &col.close;
+        else if (n == "volume")
+          slot = &col.volume;
         if (!slot) continue;  // extra columns are ignored
         if (*slot >= 0) {
           throw UsageError(where + ": header names column " + quote(names[static_cast<std::size_t>(i)]) +
-                           " twice (columns " + std::to_string(*slot + 1) + " and " +
-                           std::to_string(i + 1) + ")");
+                           " twice (columns " + std::to_string(*slot + 1) + " and " + std::to_string(i + 1) + ")");
         }
         *slot = i;
       }
       std::string missing;
       const std::pair<const char*, int> required[] = {{"timestamp", col.timestamp}, {"open", col.open},
-                                                       {"high", col.high},           {"low", col.low},
-                                                       {"close", col.close},         {"volume", col.volume}};
+                                                      {"high", col.high},           {"low", col.low},
+                                                      {"close", col.close},         {"volume", col.volume}};
       for (const auto& [name, idx] : required) {
         if (idx < 0) missing += (missing.empty() ? "" : ", ") + std::string(name);
       }
@@ -250,8 +250,7 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
                               std::to_string(f.size()) + " in " + quote(line) +
                               (last_line ? " (truncated last line?)" : ""));
     } else if (!try_parse_timestamp(f[static_cast<std::size_t>(col.timestamp)], t)) {
-      fail("bad_timestamp", field_desc(col.timestamp) + ": value " +
-                                quote(f[static_cast<std::size_t>(col.timestamp)]) +
+      fail("bad_timestamp", field_desc(col.timestamp) + ": value " + quote(f[static_cast<std::size_t>(col.timestamp)]) +
                                 " is not a timestamp (ISO-8601 or unix seconds)");
     } else {
       for (int k = 0; k < 5 && err.reason.empty(); ++k) {
@@ -271,35 +270,33 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     if (err.reason.empty()) {
       for (int k = 0; k < 4 && err.reason.empty(); ++k) {
         if (!(v[k] > 0)) {
-          fail("non_positive_price", field_desc(idx[k]) + ": price " +
-                                         quote(f[static_cast<std::size_t>(idx[k])]) + " is not positive");
+          fail("non_positive_price",
+               field_desc(idx[k]) + ": price " + quote(f[static_cast<std::size_t>(idx[k])]) + " is not positive");
         }
       }
     }
     if (err.reason.empty() && v[4] < 0) {
-      fail("negative_volume", field_desc(col.volume) + ": volume " +
-                                  quote(f[static_cast<std::size_t>(col.volume)]) + " is negative");
+      fail("negative_volume",
+           field_desc(col.volume) + ": volume " + quote(f[static_cast<std::size_t>(col.volume)]) + " is negative");
     }
     const auto fs = [&](int c) { return quote(f[static_cast<std::size_t>(c)]); };
     if (err.reason.empty() && v[1] < v[2]) {
-      fail("high_below_low", field_desc(col.high) + ": high " + fs(col.high) + " is below " +
-                                 field_desc(col.low) + " low " + fs(col.low));
+      fail("high_below_low", field_desc(col.high) + ": high " + fs(col.high) + " is below " + field_desc(col.low) +
+                                 " low " + fs(col.low));
     }
     if (err.reason.empty() && v[1] < std::max(v[0], v[3])) {
-      fail("high_below_open_close", field_desc(col.high) + ": high " + fs(col.high) +
-                                        " is below max(open " + fs(col.open) + ", close " +
-                                        fs(col.close) + ")");
+      fail("high_below_open_close", field_desc(col.high) + ": high " + fs(col.high) + " is below max(open " +
+                                        fs(col.open) + ", close " + fs(col.close) + ")");
     }
     if (err.reason.empty() && v[2] > std::min(v[0], v[3])) {
-      fail("low_above_open_close", field_desc(col.low) + ": low " + fs(col.low) +
-                                       " is above min(open " + fs(col.open) + ", close " +
-                                       fs(col.close) + ")");
+      fail("low_above_open_close", field_desc(col.low) + ": low " + fs(col.low) + " is above min(open " + fs(col.open) +
+                                       ", close " + fs(col.close) + ")");
     }
     if (err.reason.empty() && !series.timestamp.empty() && t <= last_time) {
-      fail("non_increasing_timestamp",
-           field_desc(col.timestamp) + ": timestamp " + fs(col.timestamp) +
-               (t == last_time ? " duplicates" : " is earlier than") + " the previous row's (" +
-               format_timestamp(last_time) + "); rows must be strictly increasing in time");
+      fail("non_increasing_timestamp", field_desc(col.timestamp) + ": timestamp " + fs(col.timestamp) +
+                                           (t == last_time ? " duplicates" : " is earlier than") +
+                                           " the previous row's (" + format_timestamp(last_time) +
+                                           "); rows must be strictly increasing in time");
     }
 
     if (!err.reason.empty()) {
@@ -368,8 +365,7 @@ MarketSeries generate_regime_market(const RegimeMarketConfig& c, std::uint64_t s
     m.close[i] = close;
     m.high[i] = std::max(open, close) * std::exp(up);
     m.low[i] = std::min(open, close) * std::exp(-down);
-    m.volume[i] = std::round(c.base_volume * (1.0 + 50.0 * std::fabs(r)) *
-                             std::exp(0.3 * host_normal(s, k + 3)));
+    m.volume[i] = std::round(c.base_volume * (1.0 + 50.0 * std::fabs(r)) * std::exp(0.3 * host_normal(s, k + 3)));
     r_prev = r - c.mu[state];
     price = close;
   }
@@ -391,8 +387,7 @@ MarketSeries generate_benchmark_market(std::size_t bars, std::uint64_t seed) {
   // stored prices are exp of it, and their log ratios recover r to ~1e-15.
   double log_price = std::log(100.0);
   for (std::size_t i = 0; i < bars; ++i) {
-    const double r = 0.01 * host_normal(s, i) +
-                     0.002 * std::sin(6.283185307179586 * static_cast<double>(i) / 10000.0);
+    const double r = 0.01 * host_normal(s, i) + 0.002 * std::sin(6.283185307179586 * static_cast<double>(i) / 10000.0);
     const double open = std::exp(log_price);
     log_price += r;
     const double close = std::exp(log_price);

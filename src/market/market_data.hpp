@@ -38,7 +38,7 @@ struct LoadOptions {
 
 /// What the loader saw.
 struct LoadReport {
-  std::size_t data_lines = 0;   ///< non-blank lines after the header
+  std::size_t data_lines = 0;  ///< non-blank lines after the header
   std::size_t rows_loaded = 0;
   /// reason -> count of skipped rows (skip_bad_rows only). Reasons:
   /// field_count, bad_timestamp, non_numeric, non_finite, non_positive_price,
@@ -52,8 +52,7 @@ struct LoadReport {
 
 /// Loads and validates an OHLCV CSV file. Throws UsageError naming the file,
 /// line, column and value of the first problem (unless skipping).
-MarketSeries load_market_csv(const std::string& path, const LoadOptions& options = {},
-                             LoadReport* report = nullptr);
+MarketSeries load_market_csv(const std::string& path, const LoadOptions& options = {}, LoadReport* report = nullptr);
 
 /// Parses one timestamp as the loader does; throws UsageError (message names
 /// the value) when it is neither ISO-8601 nor unix seconds.
@@ -70,8 +69,8 @@ std::string format_timestamp(std::int64_t unix_seconds);
 struct RegimeMarketConfig {
   std::size_t bars = 100000;
   double start_price = 100.0;
-  double p_calm_to_turbulent = 0.01;   ///< per bar
-  double p_turbulent_to_calm = 0.05;   ///< per bar
+  double p_calm_to_turbulent = 0.01;  ///< per bar
+  double p_turbulent_to_calm = 0.05;  ///< per bar
   double mu[2] = {2e-4, -3e-4};
   double omega[2] = {2e-7, 2e-6};
   double alpha[2] = {0.05, 0.10};

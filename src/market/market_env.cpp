@@ -25,8 +25,8 @@ MarketSplits split_by_fraction(int bars, double train_fraction, double validatio
 
 MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start, std::int64_t test_start) {
   if (validation_start > test_start) {
-    throw UsageError("split by time: validation start " + format_timestamp(validation_start) +
-                     " is after test start " + format_timestamp(test_start));
+    throw UsageError("split by time: validation start " + format_timestamp(validation_start) + " is after test start " +
+                     format_timestamp(test_start));
   }
   const auto first_at = [&](std::int64_t t) {
     return static_cast<int>(std::lower_bound(series.timestamp.begin(), series.timestamp.end(), t) -

@@ -15,13 +15,13 @@
 // entry price close[begin-1] of r[begin].
 
 #include "core/compat.hpp"
-#include "kernels/core/counter_rng.hpp"
-#include "views/envs/env_step.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "kernels/core/counter_rng.hpp"
 #include "kernels/market/features.hpp"
 #include "kernels/market/market_step.hpp"
 #include "market/market_data.hpp"
+#include "views/envs/env_step.hpp"
 #include "views/market/market_views.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -48,8 +48,7 @@ struct MarketSplits {
 MarketSplits split_by_fraction(int bars, double train_fraction, double validation_fraction);
 /// Splits by time: validation starts at the first bar with timestamp >=
 /// validation_start, test at the first with timestamp >= test_start.
-MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start,
-                                std::int64_t test_start);
+MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start, std::int64_t test_start);
 
 /// The feature set named `name` ("returns", "ohlcv"); UsageError otherwise.
 FeatureSet parse_feature_set(const std::string& name);
@@ -89,9 +88,9 @@ class MarketFeatures {
     auto upload = [&](const char* name, const std::vector<double>& v) {
       Kokkos::View<double*, memory_space> d(
           Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::Market::") + name), L);
-      Kokkos::deep_copy(space, d,
-                        Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                            v.data(), v.size()));
+      Kokkos::deep_copy(
+          space, d,
+          Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
       return d;
     };
     bars_.open = upload("open", series.open);
@@ -145,9 +144,8 @@ class MarketEnv {
     require_positive("MarketEnv", "num_envs", num_envs);
     require_at_least("foxrl::MarketEnvConfig", "observation.window", spec.window, 1);
     if (spec.set == FeatureSet::ohlcv && spec.rolling_window() != market.stats_window()) {
-      throw UsageError("MarketEnv: observation wants rolling statistics over " +
-                       std::to_string(spec.rolling_window()) + " bars, the market features were computed over " +
-                       std::to_string(market.stats_window()));
+      throw UsageError("MarketEnv: observation wants rolling statistics over " + std::to_string(spec.rolling_window()) +
+                       " bars, the market features were computed over " + std::to_string(market.stats_window()));
     }
     require_at_least("foxrl::MarketEnvConfig", "episode_length", config.episode_length, 1);
     require_at_least("foxrl::MarketEnvConfig", "cost", config.cost, 0.0);
@@ -158,27 +156,25 @@ class MarketEnv {
     first_start_ = split.begin > spec.min_decision_bar() ? split.begin : spec.min_decision_bar();
     const int last_start = split.end - config.episode_length;
     if (last_start < first_start_) {
-      throw UsageError(market.source() + ": split [" + std::to_string(split.begin) + ", " +
-                       std::to_string(split.end) + ") is too short for episodes of " +
-                       std::to_string(config.episode_length) + " bars after a lookback of " +
-                       std::to_string(spec.min_decision_bar()) + " bars");
+      throw UsageError(market.source() + ": split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
+                       ") is too short for episodes of " + std::to_string(config.episode_length) +
+                       " bars after a lookback of " + std::to_string(spec.min_decision_bar()) + " bars");
     }
     num_starts_ = static_cast<std::uint32_t>(last_start - first_start_ + 1);
 
     auto ivec = [&](const char* name) {
       return Kokkos::View<std::int32_t*, memory_space>(
-          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::MarketEnv::") + name),
-          num_envs);
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, std::string("foxrl::MarketEnv::") + name), num_envs);
     };
     state_.time = ivec("time");
     state_.position = ivec("position");
     state_.episode_steps = ivec("episode_steps");
-    state_.episodes = Kokkos::View<std::uint64_t*, memory_space>(
-        Kokkos::view_alloc(space, "foxrl::MarketEnv::episodes"), num_envs);
+    state_.episodes =
+        Kokkos::View<std::uint64_t*, memory_space>(Kokkos::view_alloc(space, "foxrl::MarketEnv::episodes"), num_envs);
     next_time_ = ivec("next_time");
     next_position_ = ivec("next_position");
-    obs_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::MarketEnv::observations"),
-                    num_envs, obs_dim());
+    obs_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::MarketEnv::observations"), num_envs,
+                    obs_dim());
     last_ = EnvStep<memory_space>::allocate(space, num_envs, obs_dim(), "foxrl::MarketEnv");
     reset(space);
   }
@@ -213,7 +209,8 @@ class MarketEnv {
   /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the
   /// observations (for tests and rollouts from a chosen bar).
   void set_start(const ExecSpace& space, int env, int t0) {
-    if (env < 0 || env >= num_envs_) throw LogicError("MarketEnv::set_start: env " + std::to_string(env) + " out of range");
+    if (env < 0 || env >= num_envs_)
+      throw LogicError("MarketEnv::set_start: env " + std::to_string(env) + " out of range");
     if (t0 < first_start_ || t0 >= first_start_ + static_cast<int>(num_starts_)) {
       throw UsageError("MarketEnv::set_start: start bar " + std::to_string(t0) + " outside the split's range [" +
                        std::to_string(first_start_) + ", " + std::to_string(first_start_ + num_starts_ - 1) + "]");
@@ -231,8 +228,8 @@ class MarketEnv {
 
  private:
   kernels::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
-    return {state_,     market_.features().log_return, actions,    out,         next_time_, next_position_,
-            config_.cost, config_.episode_length,       start_seed_, first_start_, num_starts_};
+    return {state_,       market_.features().log_return, actions,     out,          next_time_, next_position_,
+            config_.cost, config_.episode_length,        start_seed_, first_start_, num_starts_};
   }
 
   MarketFeatures<ExecSpace> market_;

@@ -11,8 +11,8 @@
 namespace foxrl {
 namespace {
 
-StrategyResult run_positions(const std::string& name, const std::vector<double>& r, int first, int count,
-                             double cost, double per_year, const std::vector<double>& positions) {
+StrategyResult run_positions(const std::string& name, const std::vector<double>& r, int first, int count, double cost,
+                             double per_year, const std::vector<double>& positions) {
   std::vector<double> returns(static_cast<std::size_t>(count));
   double previous = 0;
   for (int i = 0; i < count; ++i) {
@@ -33,10 +33,10 @@ std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_r
                                                 double cost, double bars_per_year, std::uint64_t seed) {
   std::vector<StrategyResult> out;
   const auto n = static_cast<std::size_t>(count);
-  out.push_back(run_positions("buy and hold", log_returns, first, count, cost, bars_per_year,
-                              std::vector<double>(n, 1.0)));
-  out.push_back(run_positions("always flat", log_returns, first, count, cost, bars_per_year,
-                              std::vector<double>(n, 0.0)));
+  out.push_back(
+      run_positions("buy and hold", log_returns, first, count, cost, bars_per_year, std::vector<double>(n, 1.0)));
+  out.push_back(
+      run_positions("always flat", log_returns, first, count, cost, bars_per_year, std::vector<double>(n, 0.0)));
   std::mt19937_64 rng(seed);
   std::vector<double> random_positions(n);
   for (auto& p : random_positions) p = static_cast<double>(static_cast<int>(rng() % 3) - 1);
@@ -57,8 +57,10 @@ std::string EvaluationReport::table() const {
   auto percent = [](double fraction) {
     char text[32];
     const double p = 100 * fraction;
-    if (std::isfinite(p) && std::fabs(p) >= 1e7) std::snprintf(text, sizeof text, "%.3e%%", p);
-    else std::snprintf(text, sizeof text, "%.2f%%", p);
+    if (std::isfinite(p) && std::fabs(p) >= 1e7)
+      std::snprintf(text, sizeof text, "%.3e%%", p);
+    else
+      std::snprintf(text, sizeof text, "%.2f%%", p);
     return std::string(text);
   };
   for (const auto& s : strategies) {

@@ -35,9 +35,9 @@ struct EvaluationReport {
   long bars = 0;
   std::vector<StrategyResult> strategies;  ///< agent first, then the baselines
 
-  std::string table() const;   ///< fixed-width text table
-  std::string json() const;    ///< one JSON object
-  std::string svg() const;     ///< equity curves
+  std::string table() const;  ///< fixed-width text table
+  std::string json() const;   ///< one JSON object
+  std::string svg() const;    ///< equity curves
 };
 
 /// Baseline strategies over bars [first, first + count) of `log_returns`
@@ -103,20 +103,18 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
   }
   EvaluationReport report;
   report.bars = static_cast<long>(agent_returns.size());
-  report.split_description = market.series.source + " bars " + std::to_string(first) + " .. " +
-                             std::to_string(first + chunks * length - 1) + " (" +
-                             format_timestamp(market.series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) +
-                             " .. " +
-                             format_timestamp(market.series.timestamp[static_cast<std::size_t>(first + chunks * length - 1)])
-                                 .substr(0, 10) +
-                             ")";
+  report.split_description =
+      market.series.source + " bars " + std::to_string(first) + " .. " + std::to_string(first + chunks * length - 1) +
+      " (" + format_timestamp(market.series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) + " .. " +
+      format_timestamp(market.series.timestamp[static_cast<std::size_t>(first + chunks * length - 1)]).substr(0, 10) +
+      ")";
   StrategyResult agent;
   agent.name = "agent (greedy DQN)";
   agent.metrics = compute_trading_metrics(agent_returns, agent_positions, per_year);
   agent.equity = equity_curve(agent_returns);
   report.strategies.push_back(agent);
-  for (auto& b : baseline_strategies(host_log_returns(market.series), first, chunks * length, env_config.cost,
-                                     per_year, seed)) {
+  for (auto& b :
+       baseline_strategies(host_log_returns(market.series), first, chunks * length, env_config.cost, per_year, seed)) {
     report.strategies.push_back(std::move(b));
   }
   return report;

@@ -3,9 +3,9 @@
 // side, once per run): the CSV named by `data` or the built-in generator,
 // split by `train_end` / `test_start` or, without them, 70 / 15 / 15 % by time.
 
+#include "config/train_config.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
-#include "config/train_config.hpp"
 
 #include <cstdint>
 #include <string>

@@ -24,8 +24,8 @@
 namespace foxrl {
 
 struct SignalAdapterConfig {
-  float clip = 10.0f;      ///< normalized values are clipped to [-clip, clip]
-  double epsilon = 1e-8;   ///< added to the variance before the square root
+  float clip = 10.0f;     ///< normalized values are clipped to [-clip, clip]
+  double epsilon = 1e-8;  ///< added to the variance before the square root
 };
 
 /// Normalizer statistics on the host (checkpoints). All vectors have one
@@ -50,8 +50,8 @@ class SignalAdapter {
     require_positive("foxrl::SignalAdapterConfig", "clip", config.clip);
     require_at_least("foxrl::SignalAdapterConfig", "epsilon", config.epsilon, 0.0);
     if (!normalize_mask.empty() && static_cast<int>(normalize_mask.size()) != dim) {
-      throw LogicError("SignalAdapter: normalize_mask has " + std::to_string(normalize_mask.size()) +
-                       " entries for " + std::to_string(dim) + " features");
+      throw LogicError("SignalAdapter: normalize_mask has " + std::to_string(normalize_mask.size()) + " entries for " +
+                       std::to_string(dim) + " features");
     }
     count_ = Kokkos::View<double*, memory_space>(Kokkos::view_alloc(space, "foxrl::SignalAdapter::count"), dim);
     mean_ = Kokkos::View<double*, memory_space>(Kokkos::view_alloc(space, "foxrl::SignalAdapter::mean"), dim);
@@ -63,8 +63,8 @@ class SignalAdapter {
     mask_ = Kokkos::View<std::uint8_t*, memory_space>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::SignalAdapter::mask"), dim);
     std::vector<std::uint8_t> mask = normalize_mask.empty() ? std::vector<std::uint8_t>(dim, 1) : normalize_mask;
-    Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
-        mask.data(), dim);
+    Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(mask.data(),
+                                                                                                       dim);
     Kokkos::deep_copy(space, mask_, host);
     // `mask` is a local: the copy must finish before it goes away.
     compat::fence(space, "foxrl::SignalAdapter::upload_mask");

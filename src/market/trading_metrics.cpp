@@ -17,8 +17,8 @@ std::vector<double> equity_curve(const std::vector<double>& log_returns) {
   return equity;
 }
 
-TradingMetrics compute_trading_metrics(const std::vector<double>& log_returns,
-                                       const std::vector<double>& positions, double bars_per_year) {
+TradingMetrics compute_trading_metrics(const std::vector<double>& log_returns, const std::vector<double>& positions,
+                                       double bars_per_year) {
   if (log_returns.size() != positions.size()) {
     throw Error("compute_trading_metrics: " + std::to_string(log_returns.size()) + " returns but " +
                 std::to_string(positions.size()) + " positions");

@@ -62,8 +62,8 @@ class AdamOptimizer {
         KOKKOS_LAMBDA(int) { s() += 1; });
   }
 
-  const flat& m() const { return m_; }  ///< first moment
-  const flat& v() const { return v_; }  ///< second moment
+  const flat& m() const { return m_; }             ///< first moment
+  const flat& v() const { return v_; }             ///< second moment
   const step_view& step() const { return step_; }  ///< steps taken
   const AdamHyper& hyper() const { return hyper_; }
 

@@ -90,12 +90,12 @@ class DenseOps {
     const int N = static_cast<int>(w.extent(0));
     const int K = static_cast<int>(w.extent(1));
     const bool masked = mask.extent(0) > 0;
-    detail::check_shapes(
-        dy.extent(1) == std::size_t(N) && dx.extent(0) == std::size_t(M) && dx.extent(1) == std::size_t(K) &&
-            (!masked || (mask.extent(0) >= std::size_t(M) && mask.extent(1) == std::size_t(K))),
-        "foxrl::DenseOps::backward_input",
-        "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", W " + detail::dims(N, K) + ", dX " +
-            detail::dims(dx.extent(0), dx.extent(1)));
+    detail::check_shapes(dy.extent(1) == std::size_t(N) && dx.extent(0) == std::size_t(M) &&
+                             dx.extent(1) == std::size_t(K) &&
+                             (!masked || (mask.extent(0) >= std::size_t(M) && mask.extent(1) == std::size_t(K))),
+                         "foxrl::DenseOps::backward_input",
+                         "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", W " + detail::dims(N, K) + ", dX " +
+                             detail::dims(dx.extent(0), dx.extent(1)));
     if (backend_ == DenseBackend::portable) {
       kernels::GemmEpilogue ep;
       if (masked) {
@@ -103,8 +103,8 @@ class DenseOps {
         ep.mask_ld = static_cast<std::ptrdiff_t>(mask.stride(0));
       }
       kernels::tiled_gemm(space, "foxrl::kernels::dense_backward_input", kernels::row_major_operand(dy),
-                          kernels::row_major_operand(w), dx.data(), static_cast<std::ptrdiff_t>(dx.stride(0)), M, K,
-                          N, ep);
+                          kernels::row_major_operand(w), dx.data(), static_cast<std::ptrdiff_t>(dx.stride(0)), M, K, N,
+                          ep);
       return;
     }
     gemm()(space, false, false, dy, w, dx);
@@ -123,24 +123,23 @@ class DenseOps {
 
   /// dW[N, K] = dY[M, N]^T X[M, K], db[N] = sum_m dY[m, n] (overwritten, not
   /// accumulated).
-  void backward_weights(const ExecSpace& space, const ConstMatrix<memory_space>& dy,
-                        const ConstMatrix<memory_space>& x, const MutableMatrix<memory_space>& dw,
-                        const MutableVector<memory_space>& db) {
+  void backward_weights(const ExecSpace& space, const ConstMatrix<memory_space>& dy, const ConstMatrix<memory_space>& x,
+                        const MutableMatrix<memory_space>& dw, const MutableVector<memory_space>& db) {
     const int M = static_cast<int>(dy.extent(0));
     const int N = static_cast<int>(dy.extent(1));
     const int K = static_cast<int>(x.extent(1));
-    detail::check_shapes(
-        x.extent(0) == std::size_t(M) && dw.extent(0) == std::size_t(N) && dw.extent(1) == std::size_t(K) &&
-            db.extent(0) == std::size_t(N) && M > 0,
-        "foxrl::DenseOps::backward_weights",
-        "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", X " + detail::dims(x.extent(0), x.extent(1)) + ", dW " +
-            detail::dims(dw.extent(0), dw.extent(1)));
+    detail::check_shapes(x.extent(0) == std::size_t(M) && dw.extent(0) == std::size_t(N) &&
+                             dw.extent(1) == std::size_t(K) && db.extent(0) == std::size_t(N) && M > 0,
+                         "foxrl::DenseOps::backward_weights",
+                         "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", X " +
+                             detail::dims(x.extent(0), x.extent(1)) + ", dW " +
+                             detail::dims(dw.extent(0), dw.extent(1)));
     if (backend_ == DenseBackend::portable) {
       kernels::GemmEpilogue ep;
       ep.a_rowsum = db.data();
       kernels::tiled_gemm(space, "foxrl::kernels::dense_backward_weights", kernels::transposed_operand(dy),
-                          kernels::row_major_operand(x), dw.data(), static_cast<std::ptrdiff_t>(dw.stride(0)), N, K,
-                          M, ep);
+                          kernels::row_major_operand(x), dw.data(), static_cast<std::ptrdiff_t>(dw.stride(0)), N, K, M,
+                          ep);
       return;
     }
     gemm()(space, true, false, dy, x, dw);
@@ -152,9 +151,9 @@ class DenseOps {
   static void bias_gradient(const ExecSpace& space, const ConstMatrix<memory_space>& dy,
                             const MutableVector<memory_space>& db,
                             const kernels::ReduceScratch<memory_space>& scratch) {
-    detail::check_shapes(db.extent(0) == dy.extent(1), "foxrl::DenseOps::bias_gradient",
-                         "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", db [" +
-                             std::to_string(db.extent(0)) + "]");
+    detail::check_shapes(
+        db.extent(0) == dy.extent(1), "foxrl::DenseOps::bias_gradient",
+        "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", db [" + std::to_string(db.extent(0)) + "]");
     kernels::ReluBackwardArgs ra;
     ra.rows = static_cast<int>(dy.extent(0));
     ra.cols = static_cast<int>(dy.extent(1));

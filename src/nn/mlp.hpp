@@ -89,8 +89,8 @@ class Mlp {
   /// the blas backend, with a hidden layer and few enough head outputs for
   /// one pass of the head kernel.
   bool fuses_greedy() const {
-    return layout_.head_kind == HeadKind::dueling && ops_->backend() == DenseBackend::blas &&
-           layout_.num_layers >= 2 && layout_.head_outputs() <= kernels::small_dense_max_outputs;
+    return layout_.head_kind == HeadKind::dueling && ops_->backend() == DenseBackend::blas && layout_.num_layers >= 2 &&
+           layout_.head_outputs() <= kernels::small_dense_max_outputs;
   }
 
   /// Forward of `params` over the stacked rows [x1; x2] (x2 may be empty;
@@ -162,8 +162,10 @@ class Mlp {
                        std::to_string(layout_.obs_dim) + "] and d_out [" + std::to_string(B) + ", " +
                        std::to_string(layout_.head_outputs()) + "]");
     if (B == 0) return;
-    if (ops_->backend() == DenseBackend::blas) backward_blas(space, params, x, d_out, grads, head_bias);
-    else backward_portable(space, params, x, d_out, grads);
+    if (ops_->backend() == DenseBackend::blas)
+      backward_blas(space, params, x, d_out, grads, head_bias);
+    else
+      backward_portable(space, params, x, d_out, grads);
   }
 
   /// Head outputs of the last forward ([max_rows, head_outputs]; its first

@@ -22,8 +22,8 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 void append_parameter_tensors(safetensors::File& file, const std::string& prefix, const NetworkLayout& layout,
                               const std::vector<float>& flat) {
   if (flat.size() != layout.total)
-    throw LogicError("foxrl: parameter set '" + prefix + "' holds " + std::to_string(flat.size()) +
-                     " floats, layout " + layout.describe() + " needs " + std::to_string(layout.total));
+    throw LogicError("foxrl: parameter set '" + prefix + "' holds " + std::to_string(flat.size()) + " floats, layout " +
+                     layout.describe() + " needs " + std::to_string(layout.total));
   for (int l = 0; l < layout.num_layers; ++l) {
     const auto& s = layout.layers[l];
     const std::string base = prefix + "." + layout.module_name(l);

@@ -12,9 +12,9 @@
 // W [out, in]: cublasSgemm(T, N, out, rows, in, W, in, X, in, Y, out).
 
 #include "core/compat_blas.hpp"
+#include "core/error.hpp"
 #include "nn/cublas_handle.hpp"
 #include "views/nn/matrix.hpp"
-#include "core/error.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -34,8 +34,8 @@ void check_gemm_shapes(bool trans_a, bool trans_b, const A& a, const B& b, const
   N = static_cast<int>(trans_b ? b.extent(0) : b.extent(1));
   if (kb != std::size_t(K) || c.extent(0) != std::size_t(M) || c.extent(1) != std::size_t(N))
     throw LogicError("foxrl::RowMajorGemm: shape mismatch: op(A) [" + std::to_string(M) + ", " + std::to_string(K) +
-                "], op(B) [" + std::to_string(kb) + ", " + std::to_string(N) + "], C [" +
-                std::to_string(c.extent(0)) + ", " + std::to_string(c.extent(1)) + "]");
+                     "], op(B) [" + std::to_string(kb) + ", " + std::to_string(N) + "], C [" +
+                     std::to_string(c.extent(0)) + ", " + std::to_string(c.extent(1)) + "]");
   if (K == 0) throw LogicError("foxrl::RowMajorGemm: inner dimension is 0");
 }
 

@@ -9,12 +9,12 @@
 // never reads anything back to make these decisions; it reads the counters
 // when it logs. docs/design.md describes the design.
 
-#include "kernels/nn/adam.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/host_mirror.hpp"
-#include "views/nn/guard_state.hpp"
+#include "kernels/nn/adam.hpp"
 #include "kernels/nn/guard_kernels.hpp"
+#include "views/nn/guard_state.hpp"
 #include "views/nn/parameter_set.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -107,9 +107,9 @@ class TrainingGuard {
     state_ = state_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::state"), GuardState::count);
     Kokkos::deep_copy(space, Kokkos::subview(state_, int(GuardState::lr_scale)), 1.0);
     for (const auto& b : buffers)
-      saved_.push_back({b.name, FlatParams<memory_space>(
-                                    Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_" + b.name),
-                                    b.view.extent(0))});
+      saved_.push_back(
+          {b.name, FlatParams<memory_space>(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_" + b.name),
+                                            b.view.extent(0))});
     snapshot_step_ = step_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_step"));
   }
 

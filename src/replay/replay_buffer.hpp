@@ -5,13 +5,13 @@
 // host keeps only the counters it can know without a read-back (inserts are
 // always num_envs rows). Layout, budget and decisions: docs/replay.md.
 
-#include "views/replay/batch.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
 #include "kernels/replay/replay_kernels.hpp"
-#include "views/replay/replay_storage.hpp"
 #include "views/collect/transition_batch.hpp"
+#include "views/replay/batch.hpp"
+#include "views/replay/replay_storage.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -26,16 +26,16 @@ namespace foxrl {
 struct ReplayConfig {
   std::int64_t capacity = 0;  ///< transitions kept (ring); >= num_envs
   int obs_dim = 0;
-  int num_envs = 0;           ///< rows of every insert (enforced)
-  int n_step = 1;             ///< a successor observation arrives n_step inserts later
-  int max_batch = 1024;       ///< largest sample/gather batch (buffers are preallocated)
-  float alpha = 0.6f;         ///< priority exponent; 0 gives uniform replay
-  float eps = 1e-6f;          ///< priority = |td| + eps
+  int num_envs = 0;      ///< rows of every insert (enforced)
+  int n_step = 1;        ///< a successor observation arrives n_step inserts later
+  int max_batch = 1024;  ///< largest sample/gather batch (buffers are preallocated)
+  float alpha = 0.6f;    ///< priority exponent; 0 gives uniform replay
+  float eps = 1e-6f;     ///< priority = |td| + eps
   /// Rows kept for next observations at episode boundaries; 0 picks
   /// max(num_envs, capacity / 4). When exceeded, the oldest boundary
   /// transitions still in the ring stop being sampled (see docs/replay.md).
   std::int64_t boundary_capacity = 0;
-  std::uint64_t seed = 0;     ///< root of the counter-based sampling stream
+  std::uint64_t seed = 0;  ///< root of the counter-based sampling stream
 };
 
 /// Prioritized replay ring in device memory. Not thread-safe; every call
@@ -62,9 +62,9 @@ class ReplayBuffer {
                                     ? config_.boundary_capacity
                                     : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
     if (layout_.boundary_capacity < config_.num_envs) {
-      throw UsageError("foxrl::ReplayBuffer: boundary_capacity " +
-                       std::to_string(layout_.boundary_capacity) + " is below num_envs " +
-                       std::to_string(config_.num_envs) + " (one insert may hold num_envs boundaries)");
+      throw UsageError("foxrl::ReplayBuffer: boundary_capacity " + std::to_string(layout_.boundary_capacity) +
+                       " is below num_envs " + std::to_string(config_.num_envs) +
+                       " (one insert may hold num_envs boundaries)");
     }
     layout_.tree_shape = SumTreeShape::for_leaves(layout_.capacity);
     allocate(space);
@@ -104,16 +104,14 @@ class ReplayBuffer {
   /// gather as sample, for evaluation and inspection. An evicted slot (its
   /// boundary row was reused; never sampled) returns its state as next state.
   Batch<memory_space> gather(const ExecSpace& space, const index_view& slots) {
-    return launch_sample(space, static_cast<int>(slots.extent(0)), 0.0f, slots,
-                         "foxrl::Replay::gather");
+    return launch_sample(space, static_cast<int>(slots.extent(0)), 0.0f, slots, "foxrl::Replay::gather");
   }
 
   /// Sets the priorities of `indices` to |td| + eps (td_abs: |td| per
   /// entry, on the device) and raises max_priority_seen. Duplicates: the
   /// largest priority wins. Entries outside [0, size), evicted slots and
   /// non-finite td leave their leaf unchanged.
-  void update_priorities(const ExecSpace& space, const index_view& indices,
-                         const error_view& td_abs) {
+  void update_priorities(const ExecSpace& space, const index_view& indices, const error_view& td_abs) {
     if (indices.extent(0) != td_abs.extent(0)) {
       throw LogicError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
                        " indices but " + std::to_string(td_abs.extent(0)) + " td errors");
@@ -171,9 +169,8 @@ class ReplayBuffer {
   /// Device bytes of the ring, boundary pool and sum tree.
   std::size_t storage_bytes() const {
     const auto& s = storage_;
-    return bytes(s.observations) + bytes(s.actions) + bytes(s.rewards) + bytes(s.discounts) +
-           bytes(s.next_ref) + bytes(s.boundary_observations) + bytes(s.boundary_owner) +
-           bytes(s.tree);
+    return bytes(s.observations) + bytes(s.actions) + bytes(s.rewards) + bytes(s.discounts) + bytes(s.next_ref) +
+           bytes(s.boundary_observations) + bytes(s.boundary_owner) + bytes(s.tree);
   }
 
   const ReplayConfig& config() const { return config_; }
@@ -204,8 +201,8 @@ class ReplayBuffer {
 
   void check_batch(const TransitionBatch<memory_space>& b) const {
     auto fail = [](const std::string& field, std::size_t got, std::size_t want) {
-      throw LogicError("foxrl::ReplayBuffer::insert: TransitionBatch." + field + " has extent " +
-                       std::to_string(got) + ", expected " + std::to_string(want));
+      throw LogicError("foxrl::ReplayBuffer::insert: TransitionBatch." + field + " has extent " + std::to_string(got) +
+                       ", expected " + std::to_string(want));
     };
     const std::size_t n = static_cast<std::size_t>(config_.num_envs);
     const std::size_t d = static_cast<std::size_t>(config_.obs_dim);
@@ -221,8 +218,8 @@ class ReplayBuffer {
     if (b.next_is_successor.extent(0) != n) fail("next_is_successor", b.next_is_successor.extent(0), n);
   }
 
-  Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, float beta,
-                                    const index_view& given, const char* label) {
+  Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, float beta, const index_view& given,
+                                    const char* label) {
     if (batch_size < 1 || batch_size > config_.max_batch) {
       throw LogicError(std::string(label) + ": batch size " + std::to_string(batch_size) +
                        " outside [1, max_batch = " + std::to_string(config_.max_batch) + "]");
@@ -266,9 +263,7 @@ class ReplayBuffer {
     auto uninit = [&](const std::string& name) {
       return Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Replay::" + name);
     };
-    auto zeroed = [&](const std::string& name) {
-      return Kokkos::view_alloc(space, "foxrl::Replay::" + name);
-    };
+    auto zeroed = [&](const std::string& name) { return Kokkos::view_alloc(space, "foxrl::Replay::" + name); };
     auto& s = storage_;
     // Rows are written before they are read (a slot is read only once it
     // holds a transition), so the large arrays need no initialisation. The
@@ -282,13 +277,11 @@ class ReplayBuffer {
     s.discounts = vector(uninit("discounts"), C);
     s.next_ref = Kokkos::View<std::int32_t*, memory_space>(uninit("next_ref"), C);
     s.boundary_observations = matrix(uninit("boundary_observations"), layout_.boundary_capacity, D);
-    s.boundary_owner = Kokkos::View<std::int64_t*, memory_space>(uninit("boundary_owner"),
-                                                                 layout_.boundary_capacity);
+    s.boundary_owner = Kokkos::View<std::int64_t*, memory_space>(uninit("boundary_owner"), layout_.boundary_capacity);
     Kokkos::deep_copy(space, s.boundary_owner, std::int64_t(-1));
     s.boundary_head = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_head"));
     s.boundary_evictions = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_evictions"));
-    s.evicted_slots = Kokkos::View<std::int32_t*, memory_space>(uninit("evicted_slots"),
-                                                                layout_.num_envs);
+    s.evicted_slots = Kokkos::View<std::int32_t*, memory_space>(uninit("evicted_slots"), layout_.num_envs);
     // Never-written leaves must carry zero mass.
     s.tree = vector(zeroed("tree"), layout_.tree_shape.size);
     s.max_priority = Kokkos::View<float, memory_space>(uninit("max_priority"));
@@ -310,8 +303,7 @@ class ReplayBuffer {
   void choose_team_sizes(const ExecSpace& space) {
     // Host backends run teams of one thread (parallelism over the league);
     // devices run wide teams.
-    constexpr bool device =
-        !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+    constexpr bool device = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
     {
       // Teams own the top-level nodes (32 at 2^20 slots, ~32 entries each
       // at a batch of 1024). Owning the level below (1024 teams, ~1 entry

@@ -12,9 +12,9 @@
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
+#include "market/signal_adapter.hpp"
 #include "run/run_manifest.hpp"
 #include "run/setup.hpp"
-#include "market/signal_adapter.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -26,10 +26,10 @@ namespace foxrl {
 
 /// Decisions of a policy on market bars, on the host.
 struct MarketDecisions {
-  std::vector<int> bar;                   ///< index of the last bar each decision has seen
-  std::vector<std::int64_t> timestamp;    ///< its timestamp
-  std::vector<std::vector<float>> q;      ///< Q-values per action (short, flat, long)
-  std::vector<int> action;                ///< greedy action: 0 short, 1 flat, 2 long
+  std::vector<int> bar;                 ///< index of the last bar each decision has seen
+  std::vector<std::int64_t> timestamp;  ///< its timestamp
+  std::vector<std::vector<float>> q;    ///< Q-values per action (short, flat, long)
+  std::vector<int> action;              ///< greedy action: 0 short, 1 flat, 2 long
 };
 
 template <class ExecSpace = Kokkos::DefaultExecutionSpace>
@@ -69,7 +69,8 @@ class Policy {
   void q_values(const ExecSpace& space, const Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>& raw,
                 const obs_view& q_out) {
     const int n = static_cast<int>(raw.extent(0));
-    if (n > max_rows()) throw UsageError("Policy: " + std::to_string(n) + " rows, at most " + std::to_string(max_rows()));
+    if (n > max_rows())
+      throw UsageError("Policy: " + std::to_string(n) + " rows, at most " + std::to_string(max_rows()));
     auto input = Kokkos::subview(normalized_, std::make_pair(0, n), Kokkos::ALL);
     if (adapter_) {
       adapter_->normalize(space, raw, input);
@@ -85,7 +86,8 @@ class Policy {
     if (spec_.env != EnvKind::market)
       throw UsageError(std::string("Policy: this checkpoint was trained on ") + env_kind_name(spec_.env));
     const ObservationSpec& obs_spec = spec_.market_env.observation;
-    if (position < -1 || position > 1) throw UsageError("Policy: position must be -1, 0 or 1, got " + std::to_string(position));
+    if (position < -1 || position > 1)
+      throw UsageError("Policy: position must be -1, 0 or 1, got " + std::to_string(position));
     const int bars = static_cast<int>(series.size());
     // A decision at time t sees bars 0 .. t-1, and needs `window` returns.
     const int first_t = latest_only ? bars : obs_spec.min_decision_bar();
@@ -97,7 +99,8 @@ class Policy {
     MarketDecisions out;
     using Mem = memory_space;
     const int num_actions = spec_.num_actions;
-    obs_view raw(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::raw"), max_rows(), spec_.obs_dim);
+    obs_view raw(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::raw"), max_rows(),
+                 spec_.obs_dim);
     obs_view q(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::q"), max_rows(), num_actions);
     Kokkos::View<std::int32_t*, Mem> times(Kokkos::view_alloc(space, "foxrl::Policy::times"), max_rows());
     Kokkos::View<std::int32_t*, Mem> positions(Kokkos::view_alloc(space, "foxrl::Policy::positions"), max_rows());

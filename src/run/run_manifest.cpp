@@ -1,7 +1,7 @@
 #include "run/run_manifest.hpp"
 
-#include "io/atomic_file.hpp"
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -41,7 +41,8 @@ RunManifest RunManifest::read(const std::string& dir) {
     if (!j.contains(key)) throw UsageError(path + ": missing field '" + std::string(key) + "'");
     return j.at(key);
   };
-  if (field("format") != "foxrl-dqn-checkpoint") throw UsageError(path + ": field 'format' is not foxrl-dqn-checkpoint");
+  if (field("format") != "foxrl-dqn-checkpoint")
+    throw UsageError(path + ": field 'format' is not foxrl-dqn-checkpoint");
   if (field("format_version") != format_version) {
     throw UsageError(path + ": field 'format_version' is " + field("format_version").dump() + ", this foxrl reads " +
                      std::to_string(format_version));

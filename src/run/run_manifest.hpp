@@ -6,8 +6,8 @@
 // normalizer, so `foxrl eval`, `foxrl infer` and the Policy API rebuild the
 // exact inference path.
 
-#include "market/signal_adapter.hpp"
 #include "config/train_config.hpp"
+#include "market/signal_adapter.hpp"
 
 #include <cstdint>
 #include <string>

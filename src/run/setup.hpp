@@ -43,7 +43,7 @@ struct RunSpec {
   /// of their entries it normalises.
   bool normalizes = false;
   std::vector<std::uint8_t> normalize_mask;
-  DqnLearnerConfig learner;   ///< for training (max_batch = batch_size)
+  DqnLearnerConfig learner;  ///< for training (max_batch = batch_size)
   ReplayConfig replay;
   EpsilonSchedule epsilon;
 };

@@ -15,14 +15,14 @@
 // component names and enumerates its own state (visit_host_state /
 // visit_state), this file only puts them in order.
 
-#include "core/error.hpp"
 #include "collect/experience_collector.hpp"
-#include "replay/replay_buffer.hpp"
+#include "config/env_kind.hpp"
+#include "core/error.hpp"
+#include "envs/vector_env.hpp"
+#include "io/state_archive.hpp"
 #include "market/signal_adapter.hpp"
 #include "nn/training_guard.hpp"
-#include "config/env_kind.hpp"
-#include "io/state_archive.hpp"
-#include "envs/vector_env.hpp"
+#include "replay/replay_buffer.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -50,7 +50,7 @@ struct TrainerParts {
   VectorEnv<ExecSpace>* env = nullptr;
   ReplayBuffer<ExecSpace>* replay = nullptr;
   ExperienceCollector<ExecSpace>* collector = nullptr;
-  SignalAdapter<ExecSpace>* adapter = nullptr;  ///< null: no normaliser (CartPole)
+  SignalAdapter<ExecSpace>* adapter = nullptr;      ///< null: no normaliser (CartPole)
   const TrainingGuard<ExecSpace>* guard = nullptr;  ///< its View handles (device data is written on load)
 };
 
@@ -86,10 +86,11 @@ void visit_trainer_state(Archive& a, const ExecSpace& space, const TrainerParts<
   p.collector->visit_host_state(a, h.collector);
   if (p.adapter != nullptr) p.adapter->visit_host_state(a, space, h.normalizer);
   if constexpr (!Archive::saving) {
-    const std::pair<const char*, std::int64_t> counters[] = {
-        {"trainer.epoch", h.trainer.epoch},         {"trainer.global_step", h.trainer.global_step},
-        {"trainer.iteration", h.trainer.iteration}, {"trainer.updates", h.trainer.updates},
-        {"trainer.experiences", h.trainer.experiences}};
+    const std::pair<const char*, std::int64_t> counters[] = {{"trainer.epoch", h.trainer.epoch},
+                                                             {"trainer.global_step", h.trainer.global_step},
+                                                             {"trainer.iteration", h.trainer.iteration},
+                                                             {"trainer.updates", h.trainer.updates},
+                                                             {"trainer.experiences", h.trainer.experiences}};
     for (const auto& [name, value] : counters)
       if (value < 0) a.fail(name, "negative counter " + std::to_string(value));
     if (h.replay.inserted != h.trainer.experiences)

@@ -2,10 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
-#include <unistd.h>
 
 namespace foxrl {
 namespace {

@@ -12,21 +12,21 @@ namespace foxrl {
 struct EpochRecord {
   std::int64_t epoch = 0;
   double seconds = 0;
-  std::int64_t env_steps = 0;    ///< since the start of the run
-  std::int64_t experiences = 0;  ///< transitions inserted into replay since the start
-  std::int64_t updates = 0;      ///< gradient steps since the start
-  double env_steps_per_s = 0;    ///< this epoch
-  double updates_per_s = 0;      ///< this epoch
+  std::int64_t env_steps = 0;                                ///< since the start of the run
+  std::int64_t experiences = 0;                              ///< transitions inserted into replay since the start
+  std::int64_t updates = 0;                                  ///< gradient steps since the start
+  double env_steps_per_s = 0;                                ///< this epoch
+  double updates_per_s = 0;                                  ///< this epoch
   double loss = 0, mean_q = 0, td_error = 0, grad_norm = 0;  ///< means over the epoch's applied updates
-  std::int64_t rejected_updates = 0;  ///< this epoch's updates the training guard rejected
-  std::int64_t rejected_total = 0;    ///< since the start: rejected updates
-  std::int64_t nonfinite_total = 0;   ///< of those: non-finite loss, gradient or weights
-  std::int64_t spikes_total = 0;      ///< of those: loss spikes
-  std::int64_t restores = 0;          ///< since the start: snapshot restores
-  double lr = 0;                      ///< learning rate now (after the guard's decays)
+  std::int64_t rejected_updates = 0;                         ///< this epoch's updates the training guard rejected
+  std::int64_t rejected_total = 0;                           ///< since the start: rejected updates
+  std::int64_t nonfinite_total = 0;                          ///< of those: non-finite loss, gradient or weights
+  std::int64_t spikes_total = 0;                             ///< of those: loss spikes
+  std::int64_t restores = 0;                                 ///< since the start: snapshot restores
+  double lr = 0;                                             ///< learning rate now (after the guard's decays)
   double epsilon = 0, beta = 0;
-  std::int64_t episodes = 0;            ///< finished episodes since the start
-  double mean_return_last_100 = 0;      ///< of the last (up to) 100 finished episodes
+  std::int64_t episodes = 0;        ///< finished episodes since the start
+  double mean_return_last_100 = 0;  ///< of the last (up to) 100 finished episodes
   std::string backend;
 };
 

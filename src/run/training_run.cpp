@@ -92,14 +92,14 @@ TrainingSummary TrainingRun::run() {
 
   trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config);
   DqnTrainer<ExecSpace>& trainer = *trainer_;
-  say("foxrl " FOXRL_VERSION " train: " + std::string(env_kind_name(config.env)) + " on " + ExecSpace::name() +
-      ", " + std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed));
+  say("foxrl " FOXRL_VERSION " train: " + std::string(env_kind_name(config.env)) + " on " + ExecSpace::name() + ", " +
+      std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed));
   if (trainer.market()) say(trainer.market()->data.describe());
   if (resume_) {
     trainer.resume(config.out_dir);
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
-        std::to_string(trainer.global_step()) + " env steps, " + std::to_string(trainer.updates()) +
-        " updates) in " + config.out_dir);
+        std::to_string(trainer.global_step()) + " env steps, " + std::to_string(trainer.updates()) + " updates) in " +
+        config.out_dir);
   }
   write_file_atomically(config.out_dir + "/config.json", config.to_json() + "\n");
 
@@ -109,24 +109,23 @@ TrainingSummary TrainingRun::run() {
     say(format_epoch_log(record));
     files_->metrics << epoch_json(record) << std::endl;
     for (auto* o : observers_) o->on_epoch(record);
-    summary.solved = config.target_return > 0 && record.episodes >= 100 &&
-                     record.mean_return_last_100 >= config.target_return;
+    summary.solved =
+        config.target_return > 0 && record.episodes >= 100 && record.mean_return_last_100 >= config.target_return;
     if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || summary.solved) {
       trainer.save_checkpoint(config.out_dir);
     }
     if (summary.solved) {
       say("solved: mean return of the last 100 episodes " + std::to_string(record.mean_return_last_100) +
-          " >= " + std::to_string(config.target_return) + " after " + std::to_string(record.env_steps) +
-          " env steps");
+          " >= " + std::to_string(config.target_return) + " after " + std::to_string(record.env_steps) + " env steps");
       break;
     }
   }
   write_learning_curves(config.out_dir, summary.epochs);
 
   if (const auto* market = trainer.market()) {
-    summary.evaluation = evaluate_market(trainer.context().space(), trainer.learner(), trainer.adapter(),
-                                         market->features, market->data, market->data.splits.test,
-                                         trainer.spec().market_env, config.seed + 1);
+    summary.evaluation =
+        evaluate_market(trainer.context().space(), trainer.learner(), trainer.adapter(), market->features, market->data,
+                        market->data.splits.test, trainer.spec().market_env, config.seed + 1);
     say(summary.evaluation->table());
     write_file_atomically(config.out_dir + "/evaluation.json", summary.evaluation->json() + "\n");
     write_file_atomically(config.out_dir + "/equity.svg", summary.evaluation->svg());

@@ -50,7 +50,7 @@ struct TrainingSummary {
   /// Every epoch of the run directory: after a resume, the kept records
   /// (epoch, loss and mean return only: what metrics.jsonl held) first.
   std::vector<EpochRecord> epochs;
-  bool solved = false;  ///< stopped by `target_return`
+  bool solved = false;                         ///< stopped by `target_return`
   std::optional<EvaluationReport> evaluation;  ///< market: the test split's
 };
 

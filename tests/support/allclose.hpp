@@ -52,13 +52,17 @@ struct Flat<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
                 "allclose reads host Views: copy device Views with to_host first");
   const V& v;
   std::vector<std::size_t> shape() const {
-    if constexpr (static_cast<int>(V::rank) == 1) return {v.extent(0)};
-    else return {v.extent(0), v.extent(1)};
+    if constexpr (static_cast<int>(V::rank) == 1)
+      return {v.extent(0)};
+    else
+      return {v.extent(0), v.extent(1)};
   }
   std::size_t size() const { return v.size(); }
   double at(std::size_t k) const {
-    if constexpr (static_cast<int>(V::rank) == 1) return static_cast<double>(v(k));
-    else return static_cast<double>(v(k / v.extent(1), k % v.extent(1)));
+    if constexpr (static_cast<int>(V::rank) == 1)
+      return static_cast<double>(v(k));
+    else
+      return static_cast<double>(v(k / v.extent(1), k % v.extent(1)));
   }
 };
 

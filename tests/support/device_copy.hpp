@@ -27,9 +27,9 @@ Kokkos::View<T*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
                                                              const std::string& label = "foxrl::test::vector") {
   Kokkos::View<T*, typename ExecSpace::memory_space> d(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label),
                                                        values.size());
-  Kokkos::deep_copy(space, d,
-                    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                        values.data(), values.size()));
+  Kokkos::deep_copy(
+      space, d,
+      Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(values.data(), values.size()));
   compat::fence(space, "foxrl::test::to_device");
   return d;
 }

@@ -54,8 +54,8 @@ inline void cartpole_step_f64(double s[4], int action) {
   const double force = action == 1 ? force_mag : -force_mag;
   const double costheta = std::cos(theta), sintheta = std::sin(theta);
   const double temp = (force + polemass_length * theta_dot * theta_dot * sintheta) / total_mass;
-  const double thetaacc = (gravity * sintheta - costheta * temp) /
-                          (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
+  const double thetaacc =
+      (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
   const double xacc = temp - polemass_length * thetaacc * costheta / total_mass;
   s[0] = x + tau * x_dot;
   s[1] = x_dot + tau * xacc;

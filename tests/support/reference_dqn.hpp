@@ -3,11 +3,11 @@
 // double-DQN loss, written independently of the kernels, for the tests to
 // compare against (and to take finite differences of).
 
-#include "views/replay/batch.hpp"
 #include "core/compat.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
-#include "views/nn/network_layout.hpp"
 #include "support/device_copy.hpp"
+#include "views/nn/network_layout.hpp"
+#include "views/replay/batch.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -75,8 +75,7 @@ inline RefLoss ref_loss(const RefNet& online, const RefNet& target, const RefBat
   const int D = b.obs_dim;
   for (int i = 0; i < b.size; ++i) {
     std::vector<double> s(b.states.begin() + std::size_t(i) * D, b.states.begin() + std::size_t(i + 1) * D);
-    std::vector<double> s2(b.next_states.begin() + std::size_t(i) * D,
-                           b.next_states.begin() + std::size_t(i + 1) * D);
+    std::vector<double> s2(b.next_states.begin() + std::size_t(i) * D, b.next_states.begin() + std::size_t(i + 1) * D);
     const double q = online.q(s.data())[b.actions[i]];
     const int a_star = ref_argmax(online.q(s2.data()));
     const double y = double(b.rewards[i]) + double(b.discounts[i]) * target.q(s2.data())[a_star];

@@ -15,11 +15,11 @@ struct TransitionBatch {
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>;
   using vector = Kokkos::View<float*, MemorySpace>;
 
-  matrix observations;       ///< [N, obs_dim] s_t
+  matrix observations;                               ///< [N, obs_dim] s_t
   Kokkos::View<std::int32_t*, MemorySpace> actions;  ///< [N]
-  vector rewards;            ///< [N] n-step return, stopped at the episode end
-  matrix next_observations;  ///< [N, obs_dim] s_{t+k}, the real (pre-reset) observation
-  vector discounts;          ///< [N] gamma^k * (1 - terminated)
+  vector rewards;                                    ///< [N] n-step return, stopped at the episode end
+  matrix next_observations;                          ///< [N, obs_dim] s_{t+k}, the real (pre-reset) observation
+  vector discounts;                                  ///< [N] gamma^k * (1 - terminated)
   /// [N] 1 when next_observations(i) is the observation the same env will
   /// hand over `n` iterations later (no episode boundary inside the window),
   /// so storage may keep it once; 0 at episode boundaries.

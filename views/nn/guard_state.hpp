@@ -23,18 +23,18 @@ struct GuardState {
   };
 
   enum Slot : int {
-    verdict = 0,          ///< Verdict of the current (last) update
-    lr_scale = 1,         ///< factor on the configured learning rate (guard_lr_decay per restore)
-    consecutive_bad = 2,  ///< rejected updates since the last applied one or restore
-    rejected = 3,         ///< rejected updates since construction (non-finite or spike)
-    nonfinite = 4,        ///< of those: non-finite loss, gradient or weights
-    spikes = 5,           ///< of those: loss above spike_factor x running median
-    restores = 6,         ///< snapshot restores
-    snapshots = 7,        ///< snapshots taken (the first at construction)
-    losses = 8,           ///< losses in the window (<= window)
-    ring_next = 9,        ///< ring position the next loss goes to
+    verdict = 0,             ///< Verdict of the current (last) update
+    lr_scale = 1,            ///< factor on the configured learning rate (guard_lr_decay per restore)
+    consecutive_bad = 2,     ///< rejected updates since the last applied one or restore
+    rejected = 3,            ///< rejected updates since construction (non-finite or spike)
+    nonfinite = 4,           ///< of those: non-finite loss, gradient or weights
+    spikes = 5,              ///< of those: loss above spike_factor x running median
+    restores = 6,            ///< snapshot restores
+    snapshots = 7,           ///< snapshots taken (the first at construction)
+    losses = 8,              ///< losses in the window (<= window)
+    ring_next = 9,           ///< ring position the next loss goes to
     weights_nonfinite = 10,  ///< 1 when the current update found non-finite online weights
-    ring = 11,            ///< [window] losses in insertion order
+    ring = 11,               ///< [window] losses in insertion order
     sorted = ring + window,  ///< [losses] the same losses, ascending
     count = sorted + window
   };

@@ -19,16 +19,14 @@ using ConstMatrix =
 /// A writable row-major matrix (also a layer's weight [out, in] inside a
 /// flat parameter buffer).
 template <class MemorySpace>
-using MutableMatrix =
-    Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using MutableMatrix = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 /// A read-only vector.
 template <class MemorySpace>
 using ConstVector =
     Kokkos::View<const float*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 /// A writable vector (also a layer's bias inside a flat parameter buffer).
 template <class MemorySpace>
-using MutableVector =
-    Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using MutableVector = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 /// Rows [begin, end) of a row-major matrix, as an unmanaged view.
 template <class View>

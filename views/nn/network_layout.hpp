@@ -70,8 +70,8 @@ struct NetworkLayout {
       throw UsageError(std::string("foxrl::NetworkLayout: ") + (kind == HeadKind::dueling ? "num_actions" : "outputs") +
                        " must be > 0, got " + std::to_string(outputs));
     if (static_cast<int>(hidden.size()) + 1 > max_layers)
-      throw UsageError("foxrl::NetworkLayout: at most " + std::to_string(max_layers - 1) +
-                       " hidden layers, got " + std::to_string(hidden.size()));
+      throw UsageError("foxrl::NetworkLayout: at most " + std::to_string(max_layers - 1) + " hidden layers, got " +
+                       std::to_string(hidden.size()));
     int in = obs_dim_;
     std::size_t offset = 0;
     auto add = [&](int out) {

@@ -26,10 +26,10 @@ inline constexpr int sum_tree_max_levels = 7;
 /// Level sizes and offsets of a K-ary sum tree; trivially copyable so kernels
 /// take it by value.
 struct SumTreeShape {
-  int levels = 0;                                   ///< level 0 = leaves .. levels - 1 = top (<= K nodes)
-  std::int64_t nodes[sum_tree_max_levels] = {};     ///< real nodes per level
-  std::int64_t offset[sum_tree_max_levels] = {};    ///< first float of each level in the View
-  std::int64_t size = 0;                            ///< floats in the View (padding included)
+  int levels = 0;                                 ///< level 0 = leaves .. levels - 1 = top (<= K nodes)
+  std::int64_t nodes[sum_tree_max_levels] = {};   ///< real nodes per level
+  std::int64_t offset[sum_tree_max_levels] = {};  ///< first float of each level in the View
+  std::int64_t size = 0;                          ///< floats in the View (padding included)
 
   /// The shape for `leaves` slots (>= 1).
   static SumTreeShape for_leaves(std::int64_t leaves) {

@@ -6,11 +6,11 @@
 // Plus the inference-side dueling combination (Q-values and greedy action).
 
 #include "core/compat.hpp"
-#include "kernels/nn/dueling.hpp"
 #include "core/error.hpp"
-#include "views/agents/dqn/learner_metrics.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/core/team_tree_sum.hpp"
+#include "kernels/nn/dueling.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -31,17 +31,19 @@ namespace kernels {
 /// The loss kernel's inputs and outputs. All head Views are [B, 1 + A].
 template <class MemorySpace>
 struct DqnLossArgs {
-  using head_view = Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  head_view online_s;       ///< online network at s
-  head_view online_next;    ///< online network at s' (selects a*)
-  head_view target_next;    ///< target network at s' (evaluates a*)
+  using head_view =
+      Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  head_view online_s;     ///< online network at s
+  head_view online_next;  ///< online network at s' (selects a*)
+  head_view target_next;  ///< target network at s' (evaluates a*)
   Kokkos::View<const std::int32_t*, MemorySpace> actions;
   Kokkos::View<const float*, MemorySpace> rewards;
   Kokkos::View<const float*, MemorySpace> discounts;  ///< gamma^n (1 - terminated)
   Kokkos::View<const float*, MemorySpace> is_weights;
   LossKind loss = LossKind::huber;
 
-  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d_head;  ///< dL/dhead [B, 1 + A]
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      d_head;                                   ///< dL/dhead [B, 1 + A]
   Kokkos::View<float*, MemorySpace> td_errors;  ///< |Q(s, a) - y| [B]
   Kokkos::View<float*, MemorySpace> metrics;    ///< LearnerMetrics slots
   /// Advanced by one here (if allocated), so the optimizer that follows sees
@@ -99,8 +101,10 @@ struct DqnLossFunctor {
     float loss_sum = 0.0f, q_sum = 0.0f, td_sum = 0.0f;
     for (int i = begin + rank; i < end; i += size) {
       const int a = args.actions(i);
-      const float q = dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
-      const int a_star = greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
+      const float q =
+          dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
+      const int a_star =
+          greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
       const float q_next = dueling_q(args.target_next(i, 0), args.target_next(i, 1 + a_star),
                                      advantage_mean(args.target_next, i, num_actions));
       const float y = args.rewards(i) + args.discounts(i) * q_next;
@@ -140,10 +144,7 @@ struct DqnLossFunctor {
     if (rank == 0)
       for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
     if (!arrive_last(team, args.scratch.tickets.data(), static_cast<unsigned>(teams))) return;
-    if (rank == 0)
-      finish([&](int s) {
-        return sum_partials(global, teams, std::size_t(sums), std::size_t(s));
-      });
+    if (rank == 0) finish([&](int s) { return sum_partials(global, teams, std::size_t(sums), std::size_t(s)); });
   }
 
   template <class Sum>

@@ -52,17 +52,17 @@ struct DqnLearnerConfig {
   int obs_dim = 0;
   std::vector<int> hidden = {512, 512};
   int num_actions = 0;
-  int max_batch = 1024;            ///< largest Batch::size() update() accepts
-  int max_inference_batch = 0;     ///< largest row count of q_values()/greedy_actions(); 0: max_batch
+  int max_batch = 1024;         ///< largest Batch::size() update() accepts
+  int max_inference_batch = 0;  ///< largest row count of q_values()/greedy_actions(); 0: max_batch
   float lr = 2.5e-4f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
   WeightDecayMode weight_decay_mode = WeightDecayMode::decoupled;
-  float max_grad_norm = 0.0f;      ///< <= 0: no clipping
-  int target_update_every = 500;   ///< hard copy after every K-th update (when polyak_tau <= 0)
-  float polyak_tau = 0.0f;         ///< > 0: target = tau online + (1 - tau) target after every update
+  float max_grad_norm = 0.0f;     ///< <= 0: no clipping
+  int target_update_every = 500;  ///< hard copy after every K-th update (when polyak_tau <= 0)
+  float polyak_tau = 0.0f;        ///< > 0: target = tau online + (1 - tau) target after every update
   LossKind loss = LossKind::huber;
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
@@ -155,12 +155,10 @@ class DqnLearner {
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, online_.flat, layout_, config_.seed, config_.init);
     Kokkos::deep_copy(space, target_.params().flat, online_.flat);
-    guard_ = TrainingGuard<ExecSpace>(space,
-                                      {{"online", online_.flat},
-                                       {"target", target_.params().flat},
-                                       {"adam_m", adam_.m()},
-                                       {"adam_v", adam_.v()}},
-                                      adam_.step(), config_.guard);
+    guard_ = TrainingGuard<ExecSpace>(
+        space,
+        {{"online", online_.flat}, {"target", target_.params().flat}, {"adam_m", adam_.m()}, {"adam_v", adam_.v()}},
+        adam_.step(), config_.guard);
     guard_.snapshot(space, true);
   }
 
@@ -262,8 +260,8 @@ class DqnLearner {
   void greedy_actions(const ExecSpace& space, const ConstMatrix<memory_space>& states,
                       const Kokkos::View<std::int32_t*, memory_space>& actions_out) {
     if (actions_out.extent(0) != states.extent(0))
-      throw LogicError("foxrl::DqnLearner::greedy_actions: actions_out must have " +
-                       std::to_string(states.extent(0)) + " rows");
+      throw LogicError("foxrl::DqnLearner::greedy_actions: actions_out must have " + std::to_string(states.extent(0)) +
+                       " rows");
     const int R = infer(space, states, "greedy_actions", actions_out.data());
     if (!online_net_.fuses_greedy())
       kernels::dueling_q_values(space, matrix_rows(online_net_.output(), 0, R), MutableMatrix<memory_space>(),
@@ -348,8 +346,8 @@ class DqnLearner {
     const int R = static_cast<int>(states.extent(0));
     check_rows(what, R, static_cast<int>(online_net_.output().extent(0)));
     if (states.extent(1) != std::size_t(layout_.obs_dim))
-      throw LogicError(std::string("foxrl::DqnLearner::") + what + ": states have " +
-                       std::to_string(states.extent(1)) + " columns, obs_dim is " + std::to_string(layout_.obs_dim));
+      throw LogicError(std::string("foxrl::DqnLearner::") + what + ": states have " + std::to_string(states.extent(1)) +
+                       " columns, obs_dim is " + std::to_string(layout_.obs_dim));
     online_net_.forward(space, online_.flat, states, {}, greedy);
     return R;
   }

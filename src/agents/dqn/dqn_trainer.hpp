@@ -23,23 +23,23 @@
 // is the guard's verdict on the step known on the device), so its cost is
 // inside "::update" and a separate region would need a separate launch.
 
-#include "collect/action_selector.hpp"
 #include "agents/dqn/dqn_learner.hpp"
+#include "collect/action_selector.hpp"
+#include "collect/experience_collector.hpp"
+#include "config/resume_check.hpp"
+#include "config/train_config.hpp"
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "core/host_mirror.hpp"
-#include "collect/experience_collector.hpp"
+#include "envs/vector_env.hpp"
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
 #include "market/market_setup.hpp"
+#include "market/signal_adapter.hpp"
 #include "replay/replay_buffer.hpp"
-#include "config/resume_check.hpp"
 #include "run/run_manifest.hpp"
 #include "run/setup.hpp"
-#include "market/signal_adapter.hpp"
-#include "config/train_config.hpp"
 #include "run/trainer_state.hpp"
 #include "run/training_log.hpp"
-#include "envs/vector_env.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -204,11 +204,10 @@ class DqnTrainer {
     // two renames leaves files of different epochs.
     if (c.epoch != manifest.epoch || c.global_step != manifest.global_step || c.updates != manifest.updates ||
         learner_->updates() != c.updates) {
-      throw Error("foxrl: " + state_path + " (epoch " + std::to_string(c.epoch) + ", " +
-                  std::to_string(c.updates) + " updates), " + dir + "/checkpoint.json (epoch " +
-                  std::to_string(manifest.epoch) + ", " + std::to_string(manifest.updates) + " updates) and " + dir +
-                  "/checkpoint.safetensors (" + std::to_string(learner_->updates()) +
-                  " updates) are not from the same checkpoint");
+      throw Error("foxrl: " + state_path + " (epoch " + std::to_string(c.epoch) + ", " + std::to_string(c.updates) +
+                  " updates), " + dir + "/checkpoint.json (epoch " + std::to_string(manifest.epoch) + ", " +
+                  std::to_string(manifest.updates) + " updates) and " + dir + "/checkpoint.safetensors (" +
+                  std::to_string(learner_->updates()) + " updates) are not from the same checkpoint");
     }
     epoch_ = c.epoch;
     global_step_ = c.global_step;
@@ -238,9 +237,8 @@ class DqnTrainer {
   TrainerCounters counters() const { return {epoch_, global_step_, iteration_, updates_, experiences_}; }
 
   float beta() const {
-    const double b = config_.per_beta_start +
-                     (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
-                         static_cast<double>(config_.per_beta_anneal_updates);
+    const double b = config_.per_beta_start + (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
+                                                  static_cast<double>(config_.per_beta_anneal_updates);
     return static_cast<float>(b < 1.0 ? b : 1.0);
   }
 

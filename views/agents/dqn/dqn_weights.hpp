@@ -20,8 +20,8 @@ struct DqnWeights {
   FlatParams<MemorySpace> online;
   FlatParams<MemorySpace> target;
   FlatParams<MemorySpace> grads;
-  FlatParams<MemorySpace> adam_m;  ///< Adam first moment
-  FlatParams<MemorySpace> adam_v;  ///< Adam second moment
+  FlatParams<MemorySpace> adam_m;                     ///< Adam first moment
+  FlatParams<MemorySpace> adam_v;                     ///< Adam second moment
   Kokkos::View<std::int64_t, MemorySpace> adam_step;  ///< Adam steps taken
 
   /// Weight [out, in] of layer l of one of the buffers.

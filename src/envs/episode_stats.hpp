@@ -35,7 +35,9 @@ class EpisodeStats {
         ring_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::ring"), window),
         count_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::count")),
         finished_now_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::finished_now")),
-        staged_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::staged"), window) {}
+        staged_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::staged"), window),
+        ring_host_(host_mirror(ring_)),
+        count_host_(host_mirror(count_)) {}
 
   /// Adds one step's rewards; episodes that ended (terminated or truncated)
   /// enter the ring in env order after the ones already counted. Two
@@ -62,8 +64,9 @@ class EpisodeStats {
 
   /// Copies the statistics to the host (fences the instance: once per epoch).
   EpisodeSummary summary(const ExecSpace& space) const {
-    auto ring = host_mirror(ring_);
-    auto count = host_mirror(count_);
+    // Host copies made once: freeing a host View fences every instance.
+    const auto& ring = ring_host_;
+    const auto& count = count_host_;
     Kokkos::deep_copy(space, ring, ring_);
     Kokkos::deep_copy(space, count, count_);
     compat::fence(space, "foxrl::EpisodeStats::summary");
@@ -84,6 +87,8 @@ class EpisodeStats {
   Kokkos::View<std::int64_t, memory_space> count_;
   Kokkos::View<std::int64_t, memory_space> finished_now_;
   Kokkos::View<std::uint64_t*, memory_space> staged_;  ///< zero between calls
+  typename Kokkos::View<float*, memory_space>::HostMirror ring_host_;
+  typename Kokkos::View<std::int64_t, memory_space>::HostMirror count_host_;
 
  public:
   /// The statistics in a trainer state (episodes.*): running returns, the

@@ -74,6 +74,11 @@ class DqnTrainer {
     collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, nullptr,
                        static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
     sums_.emplace(space);
+    // Host copies of the epoch's device counters, made once: allocating one
+    // per epoch would free it at the epoch's end, and freeing a host View
+    // fences every instance.
+    sums_host_ = host_mirror(sums_->sums);
+    guard_host_ = host_mirror(learner_->guard().state());
     context_.fence("DqnTrainer::setup");
   }
 
@@ -138,9 +143,9 @@ class DqnTrainer {
     r.updates_per_s = static_cast<double>(updates_ - updates_before) / seconds;
     r.epsilon = selector_->epsilon(global_step_);
     r.beta = beta();
-    auto sums = host_mirror(sums_->sums);
+    const auto& sums = sums_host_;
     Kokkos::deep_copy(space, sums, sums_->sums);
-    auto guard = host_mirror(learner_->guard().state());
+    const auto& guard = guard_host_;
     Kokkos::deep_copy(space, guard, learner_->guard().state());
     const auto episodes = collector_->episode_stats().summary(space);  // fences
     const auto counters = GuardCounters::from_state(guard);
@@ -267,6 +272,8 @@ class DqnTrainer {
   std::optional<ActionSelector<ExecSpace>> selector_;
   std::optional<ExperienceCollector<ExecSpace>> collector_;
   std::optional<EpochMetricSums<ExecSpace>> sums_;
+  typename Kokkos::View<double*, memory_space>::HostMirror sums_host_;
+  typename Kokkos::View<double*, memory_space>::HostMirror guard_host_;
   std::int64_t global_step_ = 0;
   std::int64_t iteration_ = 0;
   std::int64_t updates_ = 0;

@@ -67,6 +67,7 @@ auto leading_rows(const View& view, std::int64_t rows) {
 template <class View>
 std::vector<std::int64_t> shape_of(const View& view) {
   std::vector<std::int64_t> shape;
+  shape.reserve(View::rank);
   for (int d = 0; d < static_cast<int>(View::rank); ++d) shape.push_back(static_cast<std::int64_t>(view.extent(d)));
   return shape;
 }

@@ -17,7 +17,8 @@ StrategyResult run_positions(const std::string& name, const std::vector<double>&
   double previous = 0;
   for (int i = 0; i < count; ++i) {
     const double p = positions[static_cast<std::size_t>(i)];
-    returns[static_cast<std::size_t>(i)] = p * r[static_cast<std::size_t>(first + i)] - cost * std::abs(p - previous);
+    returns[static_cast<std::size_t>(i)] =
+        p * r[static_cast<std::size_t>(first) + static_cast<std::size_t>(i)] - cost * std::abs(p - previous);
     previous = p;
   }
   StrategyResult s;

@@ -45,6 +45,7 @@ enum class HeadBiasGrad {
 
 /// Forward and backward of one MLP layout; see the file comment.
 template <class ExecSpace>
+// NOLINTNEXTLINE(bugprone-reserved-identifier): clang names the index of its implicit array-member copy __i0
 class Mlp {
  public:
   using execution_space = ExecSpace;
@@ -110,7 +111,7 @@ class Mlp {
       throw LogicError("foxrl::Mlp::forward: inputs need " + std::to_string(layout_.obs_dim) + " columns");
     const int L = layout_.num_layers;
     const bool blas = ops_->backend() == DenseBackend::blas;
-    const auto head = matrix_rows(out_, 0, n);
+    auto head = matrix_rows(out_, 0, n);  // returned: not const, so it moves
     for (int l = 0; l < L; ++l) {
       const bool is_head = l == L - 1;
       const auto out = is_head ? head : matrix_rows(act_[l], 0, n);

@@ -177,7 +177,7 @@ void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memo
   f.num_actions = static_cast<int>(args.online_s.extent(1)) - 1;
   if (f.batch == 0) return;
   if (args.head_bias_grad.data() != nullptr) {
-    if (args.head_bias_grad.extent(0) != std::size_t(f.num_actions + 1))
+    if (args.head_bias_grad.extent(0) != std::size_t(f.num_actions) + 1)
       throw LogicError("foxrl::kernels::dqn_loss: head_bias_grad must have 1 + num_actions entries");
     f.sums = F::base_sums + f.num_actions + 1;
   }

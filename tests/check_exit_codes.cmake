@@ -31,6 +31,14 @@ expect(2 collect --steps 0 --out /tmp/foxrl-x.safetensors)
 expect(2 collect --steps 10 --out /tmp/foxrl-x.safetensors --policy clever)
 expect(2 collect --steps 10 --out /tmp/foxrl-x.safetensors --policy greedy)
 expect(2 collect --steps 10 --out /tmp/foxrl-x.safetensors --set env=pong)
+# Values that used to wrap or poison a run: integers past what the
+# learner holds, batch sizes past the replay buffer's, negative seeds,
+# non-finite costs.
+expect(2 train --set target_update_every=4294967796)
+expect(2 train --set batch_size=65537)
+expect(2 rollout --env cartpole --seed -1 --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
+expect(2 rollout --env market --cost inf --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
+expect(2 rollout --env market --cost 1e300 --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
 # A runtime failure (the output cannot be written) is exit 1.
 expect(1 collect --set env=cartpole --set num_envs=2 --steps 10 --out /nonexistent-dir/x.safetensors)
 message("exit codes: ok")

@@ -88,3 +88,19 @@ TEST_CASE("config round-trips through its JSON form and documents every key", "[
   CHECK_THAT(doc, Catch::Contains("per_alpha") && Catch::Contains("target_update_every"));
   std::remove(path.c_str());
 }
+
+TEST_CASE("integer keys are range-checked against what the components hold", "[config]") {
+  foxrl::TrainConfig config;
+  // The learner counts target-copy intervals in an int: 2^32 + 500 used to
+  // wrap to 500.
+  const auto wrapped = usage_error_of([&] { config.apply_overrides({"target_update_every=4294967796"}); });
+  CHECK(wrapped.find("target_update_every") != std::string::npos);
+  CHECK(wrapped.find("value 4294967796 is out of range [1, 2147483647]") != std::string::npos);
+  // The replay buffer preallocates at most 65536 rows a batch: the config
+  // says so, instead of a message from inside the buffer after setup.
+  const auto batch = usage_error_of([&] { config.apply_overrides({"batch_size=65537"}); });
+  CHECK(batch.find("value 65537 is out of range [1, 65536]") != std::string::npos);
+  config.apply_overrides({"target_update_every=2147483647", "batch_size=65536"});
+  CHECK(config.target_update_every == 2147483647);
+  CHECK(config.batch_size == 65536);
+}

@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   rollout_cmd->add_option("--env", rollout_env, "Environment: cartpole or market")
       ->check(CLI::IsMember({"cartpole", "market"}))
       ->capture_default_str();
-  rollout_cmd->add_option("--seed", rollout.seed, "Seed of the reset / start-bar draws")->capture_default_str();
+  rollout_cmd->add_option("--seed", rollout.seed, "Seed of the reset / start-bar draws")
+      ->check(CLI::NonNegativeNumber)  // "-1" would otherwise wrap to 2^64 - 1
+      ->capture_default_str();
   rollout_cmd->add_option("--actions", rollout.actions_path, "Action file: one integer action per line")->required();
   rollout_cmd->add_option("--initial-state", initial_state,
                           "CartPole only: start state x,x_dot,theta,theta_dot instead of a seeded reset");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   rollout_cmd->add_option("--features", feature_set, "Market only: feature set (returns, ohlcv)")
       ->capture_default_str();
   rollout_cmd->add_option("--cost", rollout.market.cost, "Market only: cost per unit of position change")
+      ->check(CLI::Range(0.0, 1.0))  // finite: inf would write -inf rewards
       ->capture_default_str();
   rollout_cmd->add_option("--out", rollout.out_path, "Output CSV")->required();
 

@@ -56,11 +56,11 @@ const std::vector<Field>& fields() {
       {"gamma", &C::gamma, 0, 1, {}, "discount factor"},
       {"n_step", &C::n_step, 1, 64, {}, "n-step return length"},
       {"buffer_capacity", &C::buffer_capacity, 1, 1LL << 30, {}, "replay capacity (transitions)"},
-      {"batch_size", &C::batch_size, 1, 1 << 20, {}, "minibatch size"},
+      {"batch_size", &C::batch_size, 1, 1 << 16, {}, "minibatch size"},  // the replay buffer's limit
       {"learning_starts", &C::learning_starts, 0, 1e15, {}, "env steps before the first update"},
       {"updates_per_iteration", &C::updates_per_iteration, 0, 1024, {}, "gradient steps per round"},
       {"train_every", &C::train_every, 1, 1e9, {}, "iterations between update rounds"},
-      {"target_update_every", &C::target_update_every, 1, 1e12, {}, "gradient steps between target copies"},
+      {"target_update_every", &C::target_update_every, 1, 2147483647, {}, "gradient steps between target copies"},
       {"polyak_tau", &C::polyak_tau, 0, 1, {}, "soft target update rate (0: hard copies)"},
       {"eps_start", &C::eps_start, 0, 1, {}, "initial exploration rate"},
       {"eps_end", &C::eps_end, 0, 1, {}, "final exploration rate"},
@@ -92,11 +92,24 @@ const Field* find_field(const std::string& key) {
   throw UsageError(where + ": key '" + key + "': " + why);
 }
 
+/// Whole numbers in full (a range like [1, 2147483647] must not read as
+/// [1, 2.14748e+09]), others as the stream prints them.
+std::string number_text(double x) {
+  std::ostringstream s;
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e18) {
+    s << static_cast<long long>(x);
+  } else {
+    s << x;
+  }
+  return s.str();
+}
+
 void check_range(const std::string& where, const Field& f, double value) {
   if (!std::isfinite(value) && f.max != kInf) reject(where, f.key, "must be finite");
   if (value < f.min || value > f.max) {
     std::ostringstream msg;
-    msg << "value " << value << " is out of range [" << f.min << ", " << f.max << "]";
+    msg << "value " << number_text(value) << " is out of range [" << number_text(f.min) << ", " << number_text(f.max)
+        << "]";
     reject(where, f.key, msg.str());
   }
 }
@@ -241,7 +254,7 @@ std::string TrainConfig::describe() {
     if (!f.choices.empty()) {
       out << "  (one of " << Json(f.choices).dump() << ")";
     } else if (f.max > f.min) {
-      out << "  [" << f.min << ", " << f.max << "]";
+      out << "  [" << number_text(f.min) << ", " << number_text(f.max) << "]";
     }
     out << "\n      " << f.help << "\n";
   }

@@ -26,6 +26,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -149,6 +150,7 @@ class MarketEnv {
     }
     require_at_least("foxrl::MarketEnvConfig", "episode_length", config.episode_length, 1);
     require_at_least("foxrl::MarketEnvConfig", "cost", config.cost, 0.0);
+    require(std::isfinite(config.cost), "foxrl::MarketEnvConfig", "cost", config.cost, "must be finite");
     if (split.begin < 0 || split.end > market.size() || split.begin >= split.end) {
       throw UsageError("MarketEnv: split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
                        ") is not inside the series of " + std::to_string(market.size()) + " bars");

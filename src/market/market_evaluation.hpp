@@ -60,7 +60,10 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
     throw UsageError(market.series.source + ": the evaluation split has " + std::to_string(usable) +
                      " usable bars after a lookback of " + std::to_string(lookback));
   }
+  // One env per chunk, all in one greedy_actions call: no more chunks than
+  // the learner takes rows (a run with few envs and a small batch has few).
   int chunks = max_chunks < usable / 2 ? max_chunks : usable / 2;
+  if (chunks > learner.max_inference_rows()) chunks = learner.max_inference_rows();
   if (chunks < 1) chunks = 1;
   const int length = usable / chunks;
   env_config.episode_length = length;

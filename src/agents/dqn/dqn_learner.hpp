@@ -298,6 +298,8 @@ class DqnLearner {
   const FlatParams<memory_space>& gradients() const { return grads_; }
   const AdamOptimizer<ExecSpace>& optimizer() const { return adam_; }
   const NetworkLayout& layout() const { return layout_; }
+  /// The most rows one q_values() or greedy_actions() call takes.
+  int max_inference_rows() const { return static_cast<int>(online_net_.output().extent(0)); }
   const DqnLearnerConfig& config() const { return config_; }
   const TrainingGuard<ExecSpace>& guard() const { return guard_; }
   /// update() calls so far, rejected ones included (host counter; drives

@@ -39,6 +39,24 @@ expect(2 train --set batch_size=65537)
 expect(2 rollout --env cartpole --seed -1 --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
 expect(2 rollout --env market --cost inf --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
 expect(2 rollout --env market --cost 1e300 --actions ${ACTIONS} --out /tmp/foxrl-x.csv)
+# A fresh train into a directory that holds a run is refused (its logs
+# would be appended to, its checkpoint replaced); --overwrite replaces it,
+# and goes with --resume no more than --resume with a fresh directory.
+set(tiny train --set env=cartpole --set num_envs=2 --set hidden=8 --set batch_size=8 --set buffer_capacity=64
+    --set learning_starts=16 --set iterations_per_epoch=10 --set epochs=1)
+set(run_dir /tmp/foxrl-exit-codes-run)
+file(REMOVE_RECURSE ${run_dir})
+expect(0 ${tiny} --set out_dir=${run_dir})
+expect(2 ${tiny} --set out_dir=${run_dir})
+expect(0 ${tiny} --set out_dir=${run_dir} --overwrite)
+expect(2 train --resume --overwrite --set out_dir=${run_dir})
+file(READ ${run_dir}/metrics.jsonl metrics)
+string(REGEX MATCHALL "\"epoch\"" epochs "${metrics}")
+list(LENGTH epochs records)
+if(NOT records EQUAL 1)
+  message(FATAL_ERROR "--overwrite left ${records} epoch records in metrics.jsonl, expected 1")
+endif()
+file(REMOVE_RECURSE ${run_dir})
 # A runtime failure (the output cannot be written) is exit 1.
 expect(1 collect --set env=cartpole --set num_envs=2 --steps 10 --out /nonexistent-dir/x.safetensors)
 message("exit codes: ok")

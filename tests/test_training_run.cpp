@@ -156,3 +156,39 @@ TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continue
   fs::remove_all(whole);
   fs::remove_all(split);
 }
+
+TEST_CASE("a fresh TrainingRun refuses a directory that holds a run; overwrite replaces it", "[training_run]") {
+  const std::string dir = scratch_dir("occupied");
+  {
+    foxrl::TrainingRun run(tiny_config(dir));
+    run.run();
+  }
+  const std::string first_log = read_bytes(dir + "/train.log");
+  const std::string first_records = records(dir);
+  // A second fresh run would append to train.log and metrics.jsonl and
+  // replace the checkpoint: refused before anything is written.
+  std::string message;
+  try {
+    foxrl::TrainingRun again(tiny_config(dir));
+    again.run();
+  } catch (const foxrl::UsageError& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains(dir) && Catch::Contains("--resume") && Catch::Contains("--overwrite"));
+  CHECK(read_bytes(dir + "/train.log") == first_log);
+  // A file that is not the run's stays; the run's files are replaced.
+  std::ofstream(dir + "/notes.txt") << "mine\n";
+  {
+    foxrl::TrainingRun replace(tiny_config(dir), /*resume=*/false, /*overwrite=*/true);
+    replace.run();
+  }
+  // The same run again, not appended to the first: the same records, and
+  // train.log with one "Epoch 3 complete".
+  CHECK(records(dir) == first_records);
+  const std::string log = read_bytes(dir + "/train.log");
+  CHECK(log.find("Epoch 3 complete") != std::string::npos);
+  CHECK(log.find("Epoch 3 complete") == log.rfind("Epoch 3 complete"));
+  CHECK(read_bytes(dir + "/notes.txt") == "mine\n");
+  CHECK_THROWS_AS(foxrl::TrainingRun(tiny_config(dir), true, true), foxrl::UsageError);
+  fs::remove_all(dir);
+}

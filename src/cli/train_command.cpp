@@ -18,6 +18,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   bool help_config = false;
   bool resume = false;
+  bool overwrite = false;
 };
 
 /// Prints the run's log lines as train.log gets them.
@@ -53,7 +54,7 @@ int run_train(const TrainArgs& args) {
     config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
     config.apply_overrides(args.overrides);
   }
-  TrainingRun run(config, args.resume);
+  TrainingRun run(config, args.resume, args.overwrite);
   PrintLines print;
   run.add_observer(print);
   run.run();
@@ -71,6 +72,10 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--help-config", args->help_config, "List every config key with its default and range");
   cmd->add_flag("--resume", args->resume,
                 "Continue the run checkpointed in out_dir (its saved config, --set on top; only epochs may change)");
+  cmd->add_flag("--overwrite", args->overwrite,
+                "Replace the run already in out_dir (its logs, metrics, checkpoint, charts); without it, train refuses "
+                "a directory that holds a run")
+      ->excludes("--resume");
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }
 

@@ -14,6 +14,40 @@
 namespace foxrl {
 namespace {
 
+/// What a run writes into its directory; the first five mark a directory
+/// that holds a run.
+const char* const run_files[] = {"checkpoint.json",
+                                 "checkpoint.safetensors",
+                                 "trainer_state.safetensors",
+                                 "metrics.jsonl",
+                                 "train.log",
+                                 "config.json",
+                                 "evaluation.json",
+                                 "equity.svg",
+                                 "learning_curve_return.svg",
+                                 "learning_curve_loss.svg"};
+constexpr int run_marker_files = 5;
+
+/// A fresh run must not append to another run's logs or replace its
+/// checkpoint unnoticed: refuse, or with `overwrite` remove that run's files.
+void prepare_fresh_directory(const std::string& dir, bool overwrite) {
+  namespace fs = std::filesystem;
+  for (int i = 0; i < run_marker_files && !overwrite; ++i) {
+    const fs::path marker = fs::path(dir) / run_files[i];
+    if (fs::exists(marker)) {
+      throw UsageError("out_dir '" + dir + "' already holds a run (" + marker.string() +
+                       "): continue it with `foxrl train --resume --set out_dir=" + dir +
+                       "`, replace it with --overwrite, or choose another out_dir");
+    }
+  }
+  if (!overwrite) return;
+  for (const char* name : run_files) {
+    std::error_code ec;
+    fs::remove(fs::path(dir) / name, ec);
+    if (ec) throw UsageError("out_dir '" + dir + "': cannot remove " + name + " of the previous run: " + ec.message());
+  }
+}
+
 void write_learning_curves(const std::string& path, const std::vector<EpochRecord>& epochs) {
   ChartSeries returns{"mean return (last 100 episodes)", {}}, loss{"loss", {}};
   for (const auto& e : epochs) {
@@ -58,7 +92,10 @@ struct TrainingRun::Files {
   std::ofstream metrics;
 };
 
-TrainingRun::TrainingRun(TrainConfig config, bool resume) : config_(std::move(config)), resume_(resume) {}
+TrainingRun::TrainingRun(TrainConfig config, bool resume, bool overwrite)
+    : config_(std::move(config)), resume_(resume), overwrite_(overwrite) {
+  if (resume_ && overwrite_) throw UsageError("a run either resumes its directory or overwrites it, not both");
+}
 
 TrainingRun::~TrainingRun() = default;
 
@@ -83,6 +120,7 @@ TrainingSummary TrainingRun::run() {
     saved = RunManifest::read(config.out_dir);
     check_resume_compatible(saved.config, config, config.out_dir + "/checkpoint.json");
   }
+  if (!resume_) prepare_fresh_directory(config.out_dir, overwrite_);
   std::filesystem::create_directories(config.out_dir);
   TrainingSummary summary;
   if (resume_) summary.epochs = keep_metrics_until(config.out_dir + "/metrics.jsonl", saved.epoch);

@@ -61,8 +61,12 @@ class TrainingRun {
   /// A run of `config` in `config.out_dir` (created by run()). With
   /// `resume`, it continues the checkpoint there: the saved config must
   /// match `config` but for `epochs` (which may only grow) and `out_dir`
-  /// (UsageError naming the key). Nothing happens before run().
-  explicit TrainingRun(TrainConfig config, bool resume = false);
+  /// (UsageError naming the key). Without `resume`, a directory that
+  /// already holds a run is refused (UsageError naming the file), unless
+  /// `overwrite`, which removes that run's files first (only the files a
+  /// run writes; anything else in the directory stays). Nothing happens
+  /// before run().
+  explicit TrainingRun(TrainConfig config, bool resume = false, bool overwrite = false);
   ~TrainingRun();
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
@@ -83,6 +87,7 @@ class TrainingRun {
 
   TrainConfig config_;
   bool resume_;
+  bool overwrite_;
   bool started_ = false;
   std::vector<TrainingObserver*> observers_;
   std::unique_ptr<DqnTrainer<ExecSpace>> trainer_;

@@ -1,9 +1,10 @@
 #pragma once
 // ExperienceCollector: the acting half of one iteration. One call = forward
 // pass of the online network on the current observations, epsilon-greedy
-// action selection, one step of every env, n-step accumulation, insert of the
-// finished transitions into the replay buffer and the episode statistics:
-// all on the run's instance, no host copy, no fence.
+// action selection, one step of every env, n-step accumulation and the
+// episode statistics: all on the run's instance, no host copy, no fence. The
+// finished n-step transitions (nstep().output()) are the caller's to insert,
+// so that insert is a phase of its own.
 
 #include "agents/dqn/dqn_learner.hpp"
 #include "collect/action_selector.hpp"
@@ -11,7 +12,6 @@
 #include "envs/episode_stats.hpp"
 #include "envs/vector_env.hpp"
 #include "market/signal_adapter.hpp"
-#include "replay/replay_buffer.hpp"
 
 #include <cstdint>
 
@@ -25,16 +25,14 @@ class ExperienceCollector {
   using action_view = Kokkos::View<std::int32_t*, memory_space>;
 
   /// The collector uses the components; it owns none of them. `adapter` may
-  /// be null (observations go to the network as the env gives them);
-  /// `replay` may be null (acting only, e.g. evaluation).
+  /// be null (observations go to the network as the env gives them).
   ExperienceCollector(const ExecSpace& space, VectorEnv<ExecSpace>& env, DqnLearner<ExecSpace>& learner,
-                      const ActionSelector<ExecSpace>& selector, SignalAdapter<ExecSpace>* adapter,
-                      ReplayBuffer<ExecSpace>* replay, int n_step, float gamma)
+                      const ActionSelector<ExecSpace>& selector, SignalAdapter<ExecSpace>* adapter, int n_step,
+                      float gamma)
       : env_(env),
         learner_(learner),
         selector_(selector),
         adapter_(adapter),
-        replay_(replay),
         nstep_(space, env.num_envs(), env.obs_dim(), n_step, gamma),
         stats_(space, env.num_envs()),
         acted_on_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::acted_on"), env.num_envs(),
@@ -48,9 +46,10 @@ class ExperienceCollector {
   }
 
   /// One vectorized step of every env; `global_step` = env steps taken
-  /// before it (the epsilon schedule's clock). Returns the transitions
-  /// inserted into the replay buffer (0 while the n-step windows fill).
-  std::int64_t step(const ExecSpace& space, std::int64_t global_step) {
+  /// before it (the epsilon schedule's clock). Returns whether every env
+  /// finished an n-step transition (false while the windows fill): then
+  /// nstep().output() holds them until the next step.
+  bool step(const ExecSpace& space, std::int64_t global_step) {
     // The env overwrites its observations in place; keep the ones acted on.
     Kokkos::deep_copy(space, acted_on_, env_.observations());
     obs_view network_input = acted_on_;
@@ -63,11 +62,8 @@ class ExperienceCollector {
     env_.step(space, actions_);
     const auto& result = env_.step_result();
     stats_.record(space, result.rewards, result.terminated, result.truncated);
-    const bool ready = nstep_.push(
+    return nstep_.push(
         space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations});
-    if (!ready || replay_ == nullptr) return 0;
-    replay_->insert(space, nstep_.output());
-    return env_.num_envs();
   }
 
   const EpisodeStats<ExecSpace>& episode_stats() const { return stats_; }
@@ -82,7 +78,6 @@ class ExperienceCollector {
   DqnLearner<ExecSpace>& learner_;
   const ActionSelector<ExecSpace>& selector_;
   SignalAdapter<ExecSpace>* adapter_;
-  ReplayBuffer<ExecSpace>* replay_;
   NStepAccumulator<ExecSpace> nstep_;
   EpisodeStats<ExecSpace> stats_;
   obs_view acted_on_;

@@ -71,7 +71,7 @@ class DqnTrainer {
     selector_.emplace(spec_.num_actions, config_.seed, spec_.epsilon);
     // The collector acts; the trainer inserts what it finished (iterate()),
     // so that insert is a profiling phase of its own.
-    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr, nullptr,
+    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr,
                        static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
     sums_.emplace(space);
     // Host copies of the epoch's device counters, made once: allocating one
@@ -88,14 +88,14 @@ class DqnTrainer {
   /// One iteration: collector step, then the update round if it is due.
   void iterate() {
     const auto& space = context_.space();
+    bool finished = false;
     {
       compat::ScopedRegion region("foxrl::DqnTrainer::collect");
-      collector_->step(space, global_step_);
+      finished = collector_->step(space, global_step_);
     }
-    const auto& nstep = collector_->nstep();
-    if (nstep.steps_pushed() >= nstep.n()) {  // every env finished an n-step transition
+    if (finished) {
       compat::ScopedRegion region("foxrl::DqnTrainer::insert");
-      replay_->insert(space, nstep.output());
+      replay_->insert(space, collector_->nstep().output());
       experiences_ += env_->num_envs();
     }
     global_step_ += config_.num_envs;

@@ -12,6 +12,7 @@ packages=(
   libopenblas0-serial
   catch2 libcli11-dev nlohmann-json3-dev
   clang-format-14 clang-tidy-14  # ci/check-format.sh, ci/check-tidy.sh
+  strace  # ci/crash-campaign.sh (kills at chosen system calls)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -5,6 +5,8 @@
 set(common train --set env=cartpole --set num_envs=4 --set hidden=32 --set batch_size=32
     --set buffer_capacity=256 --set learning_starts=64 --set iterations_per_epoch=40 --set seed=3)
 file(REMOVE_RECURSE ${OUT}/whole ${OUT}/split)
+# One run id for both runs: it is in every checkpoint file.
+set(ENV{FOXRL_RUN_ID} check-resume)
 
 function(run)
   execute_process(COMMAND ${CLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -23,7 +25,8 @@ if(NOT last_output MATCHES "resumed from the checkpoint of epoch 1")
 endif()
 
 foreach(f checkpoint.safetensors trainer_state.safetensors)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/whole/${f} ${OUT}/split/${f} RESULT_VARIABLE differ)
+  set(g checkpoints/epoch-00000002/${f})
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/whole/${g} ${OUT}/split/${g} RESULT_VARIABLE differ)
   if(differ)
     message(FATAL_ERROR "${f} differs between the uninterrupted and the resumed run")
   endif()

@@ -92,6 +92,7 @@ TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
   foxrl::EpochRecord whole_1, whole_2;
   {
     Trainer t(tiny_config(env, whole, 2));
+    t.set_run_id("resume-test");  // the id is in every file, compared byte for byte
     whole_1 = t.run_epoch();
     whole_2 = t.run_epoch();
     REQUIRE(whole_1.updates > 0);  // learning started in the first epoch
@@ -100,12 +101,14 @@ TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
   foxrl::EpochRecord split_1, split_2;
   {
     Trainer t(tiny_config(env, split, 1));
+    t.set_run_id("resume-test");
     split_1 = t.run_epoch();
     t.save_checkpoint(split);
   }
   {
     Trainer t(tiny_config(env, split, 2));
     t.resume(split);
+    CHECK(t.run_id() == "resume-test");  // the checkpoint's
     CHECK(t.epoch() == 1);
     CHECK(t.updates() == split_1.updates);
     split_2 = t.run_epoch();
@@ -177,20 +180,51 @@ TEST_CASE("resume refuses missing, damaged and mismatched checkpoints", "[resume
     CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state) && Catch::Contains("'" + victim + "'"));
     restore();
   }
-  SECTION("files of different checkpoints") {
-    // A later trainer state beside the epoch-1 learner checkpoint.
+  SECTION("files of another epoch or another run") {
+    // A later trainer state (of the same run, or of another) beside the
+    // epoch-1 learner checkpoint.
+    const bool same_run = GENERATE(true, false);
     const std::string other = scratch_dir("errors_other");
     {
       Trainer t(tiny_config("cartpole", other, 2));
+      t.set_run_id(same_run ? foxrl::RunManifest::read(dir).identity.run_id : std::string("another-run"));
       t.run_epoch();
       t.run_epoch();
       t.save_checkpoint(other);
     }
-    fs::copy_file(other + "/" + foxrl::trainer_state_file, state, fs::copy_options::overwrite_existing);
-    Trainer t(tiny_config("cartpole", dir, 2));
-    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains("not from the same checkpoint"));
-    restore();
+    for (const char* f : {foxrl::trainer_state_file, "checkpoint.safetensors"}) {
+      INFO(f);
+      fs::copy_file(other + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+      Trainer t(tiny_config("cartpole", dir, 2));
+      CHECK_THROWS_AS(t.resume(dir), foxrl::UsageError);
+      CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(dir + "/" + f) &&
+                                           Catch::Contains(same_run ? "from the checkpoint of epoch 2, not of epoch 1"
+                                                                    : "from another run"));
+      restore();
+    }
     fs::remove_all(other);
+  }
+  SECTION("a flipped bit in a tensor") {
+    // Bytes near the end of the file: data, not header.
+    std::string damaged = saved;
+    damaged[damaged.size() - 5] = static_cast<char>(damaged[damaged.size() - 5] ^ 0x10);
+    std::ofstream(state, std::ios::binary | std::ios::trunc) << damaged;
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_AS(t.resume(dir), foxrl::UsageError);
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state) && Catch::Contains("checksum mismatch"));
+    restore();
+  }
+  SECTION("an edited manifest") {
+    const std::string manifest = dir + "/checkpoint.json";
+    const std::string text = read_bytes(manifest);
+    std::string edited = text;
+    const auto at = edited.find("\"gamma\": 0.99");
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, 13, "\"gamma\": 0.98");
+    std::ofstream(manifest, std::ios::binary | std::ios::trunc) << edited;
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(manifest) && Catch::Contains("checksum mismatch"));
+    std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text;
   }
   fs::remove_all(dir);
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,16 @@ struct Recorder : foxrl::TrainingObserver {
   void on_epoch(const foxrl::EpochRecord& record) override { epochs.push_back(record); }
 };
 
+/// The checkpoint generation of `epoch` in the run directory `dir`.
+std::string generation(const std::string& dir, int epoch) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/checkpoints/epoch-%08d", epoch);
+  return dir + name;
+}
+
+/// Runs compared byte for byte share one run id (it is in every file).
+void same_run_id_for_every_run() { ::setenv("FOXRL_RUN_ID", "training-run-test", 1); }
+
 foxrl::TrainConfig tiny_config(const std::string& out_dir) {
   foxrl::TrainConfig c;
   c.apply_overrides(tiny_run);
@@ -67,6 +78,7 @@ foxrl::TrainConfig tiny_config(const std::string& out_dir) {
 }  // namespace
 
 TEST_CASE("a TrainingRun from the library writes what foxrl train writes", "[training_run]") {
+  same_run_id_for_every_run();
   const std::string lib = scratch_dir("library");
   Recorder recorder;
   foxrl::TrainingSummary summary;
@@ -89,8 +101,12 @@ TEST_CASE("a TrainingRun from the library writes what foxrl train writes", "[tra
   for (const auto& l : recorder.lines) observed += l + "\n";
   CHECK(read_bytes(lib + "/train.log") == observed);
   CHECK_THAT(observed, Catch::Contains("Epoch 3 complete") && Catch::Contains("outputs in " + lib));
-  for (const char* f : {"checkpoint.safetensors", "checkpoint.json", "trainer_state.safetensors", "config.json",
-                        "learning_curve_return.svg", "learning_curve_loss.svg"}) {
+  for (const char* f : {"checkpoint.safetensors", "checkpoint.json", "trainer_state.safetensors"}) {
+    INFO(f);
+    CHECK(fs::exists(generation(lib, 3) + "/" + f));
+    CHECK(fs::exists(generation(lib, 2) + "/" + f));  // keep_checkpoints = 2
+  }
+  for (const char* f : {"config.json", "learning_curve_return.svg", "learning_curve_loss.svg"}) {
     INFO(f);
     CHECK(fs::exists(lib + "/" + f));
   }
@@ -102,8 +118,10 @@ TEST_CASE("a TrainingRun from the library writes what foxrl train writes", "[tra
   command += " --set out_dir=" + cli + " > " + cli + ".out 2>&1";
   REQUIRE(std::system(command.c_str()) == 0);
   CHECK(records(lib) == records(cli));
-  CHECK(read_bytes(lib + "/checkpoint.safetensors") == read_bytes(cli + "/checkpoint.safetensors"));
-  CHECK(read_bytes(lib + "/trainer_state.safetensors") == read_bytes(cli + "/trainer_state.safetensors"));
+  for (const char* f : {"checkpoint.safetensors", "trainer_state.safetensors"}) {
+    INFO(f);
+    CHECK(read_bytes(generation(lib, 3) + "/" + f) == read_bytes(generation(cli, 3) + "/" + f));
+  }
   // The CLI prints the run's log: its lines are train.log's.
   CHECK_THAT(read_bytes(cli + ".out"), Catch::Contains(read_bytes(cli + "/train.log")));
   fs::remove_all(cli);
@@ -116,6 +134,7 @@ TEST_CASE("a TrainingRun from the library writes what foxrl train writes", "[tra
 
 TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continues bit for bit",
           "[training_run][resume]") {
+  same_run_id_for_every_run();
   const std::string whole = scratch_dir("whole"), split = scratch_dir("split");
   {
     foxrl::TrainingRun run(tiny_config(whole));
@@ -145,8 +164,10 @@ TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continue
   CHECK(recorder.epochs[0].epoch == 3);
   CHECK_THAT(recorder.lines.at(1), Catch::Contains("resumed from the checkpoint of epoch 2"));
   CHECK(records(whole) == records(split));
-  CHECK(read_bytes(whole + "/checkpoint.safetensors") == read_bytes(split + "/checkpoint.safetensors"));
-  CHECK(read_bytes(whole + "/trainer_state.safetensors") == read_bytes(split + "/trainer_state.safetensors"));
+  for (const char* f : {"checkpoint.safetensors", "trainer_state.safetensors"}) {
+    INFO(f);
+    CHECK(read_bytes(generation(whole, 3) + "/" + f) == read_bytes(generation(split, 3) + "/" + f));
+  }
 
   // A changed key is refused before anything is written.
   auto changed = tiny_config(split);

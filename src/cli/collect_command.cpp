@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "collect/collect.hpp"
 #include "core/execution_context.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 
 #include <iostream>
@@ -24,7 +25,7 @@ int run_collect(CollectArgs args) {
   if (!args.config_file.empty()) {
     o.config = TrainConfig::from_json_file(args.config_file);
   } else if (!o.run_dir.empty()) {
-    o.config = RunManifest::read(o.run_dir).config;
+    o.config = RunManifest::read(CheckpointStore::resolve(o.run_dir)).config;
   }
   o.config.apply_overrides(args.overrides);
   // The run's one stream, as in train and rollout.

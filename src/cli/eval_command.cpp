@@ -4,6 +4,7 @@
 #include "core/execution_context.hpp"
 #include "io/atomic_file.hpp"
 #include "market/market_evaluation.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/policy.hpp"
 #include "run/setup.hpp"
 
@@ -22,7 +23,8 @@ struct EvalArgs {
 
 int run_eval(const EvalArgs& args) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  const RunManifest manifest = RunManifest::read(args.run_dir);
+  const std::string checkpoint = CheckpointStore::resolve(args.run_dir);
+  const RunManifest manifest = RunManifest::read(checkpoint);
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
   TrainConfig config = manifest.config;
@@ -34,7 +36,8 @@ int run_eval(const EvalArgs& args) {
   const MarketComponents<Exec> market = make_market(space, config, spec);
   const MarketSplit split = market_split(market.data.splits, args.split);
   DqnLearner<Exec> learner(space, inference_learner_config(spec, 64));
-  learner.load(space, args.run_dir + "/checkpoint.safetensors");
+  const std::string weights = checkpoint + "/checkpoint.safetensors";
+  manifest.identity.check_metadata(learner.load(space, weights), weights);
   std::optional<SignalAdapter<Exec>> adapter;
   if (manifest.has_normalizer) {
     adapter = make_adapter(space, spec);

@@ -4,6 +4,7 @@
 // library's TrainingRun; this file turns arguments into its config and
 // prints its log.
 #include "cli/commands.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 #include "run/training_run.hpp"
 
@@ -18,6 +19,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   bool help_config = false;
   bool resume = false;
+  bool auto_resume = false;
   bool overwrite = false;
 };
 
@@ -31,7 +33,7 @@ struct PrintLines : TrainingObserver {
 TrainConfig resume_config(const TrainArgs& args) {
   TrainConfig config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
   config.apply_overrides(args.overrides);
-  const RunManifest manifest = RunManifest::read(config.out_dir);
+  const RunManifest manifest = RunManifest::read_newest(config.out_dir);
   if (args.config_file.empty()) {
     const std::string out_dir = config.out_dir;
     config = manifest.config;
@@ -47,14 +49,18 @@ int run_train(const TrainArgs& args) {
               << TrainConfig::describe();
     return 0;
   }
-  TrainConfig config;
-  if (args.resume) {
-    config = resume_config(args);
-  } else {
-    config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
-    config.apply_overrides(args.overrides);
+  TrainConfig config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
+  config.apply_overrides(args.overrides);
+  bool resume = args.resume, overwrite = args.overwrite;
+  if (args.auto_resume) {
+    // A job that is requeued runs the same command again: continue the run
+    // if it has a checkpoint, else start it (replacing the logs of an
+    // attempt that stopped before its first checkpoint).
+    resume = !CheckpointStore(config.out_dir).generations().empty();
+    overwrite = !resume;
   }
-  TrainingRun run(config, args.resume, args.overwrite);
+  if (resume) config = resume_config(args);
+  TrainingRun run(config, resume, overwrite);
   PrintLines print;
   run.add_observer(print);
   run.run();
@@ -76,6 +82,11 @@ Command add_train_command(CLI::App& app) {
                 "Replace the run already in out_dir (its logs, metrics, checkpoint, charts); without it, train refuses "
                 "a directory that holds a run")
       ->excludes("--resume");
+  cmd->add_flag("--auto-resume", args->auto_resume,
+                "Continue the run in out_dir if it has a checkpoint, else start it (for job scripts that are "
+                "requeued after preemption or a time limit)")
+      ->excludes("--resume")
+      ->excludes("--overwrite");
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }
 

@@ -11,7 +11,7 @@ void check_resume_compatible(const TrainConfig& saved, const TrainConfig& now, c
   const Json a = Json::parse(saved.to_json());
   const Json b = Json::parse(now.to_json());
   for (const auto& [key, value] : a.items()) {
-    if (key == "epochs" || key == "out_dir") continue;
+    if (key == "epochs" || key == "out_dir" || key == "keep_checkpoints") continue;
     const auto it = b.find(key);
     if (it == b.end() || *it != value) {
       throw UsageError("--resume: config key '" + key + "' is " + (it == b.end() ? "missing" : it->dump()) +

@@ -1,8 +1,9 @@
 #pragma once
 // Whether a training config may continue a saved run (`foxrl train
 // --resume`): everything that shapes the run must be what it was. Only
-// `epochs` may change (grow: a finished run can be extended) and `out_dir`
-// (a location, not a setting: a run directory may be moved).
+// `epochs` may change (grow: a finished run can be extended), `out_dir`
+// (a location, not a setting: a run directory may be moved) and
+// `keep_checkpoints` (how many generations the directory keeps).
 
 #include "config/train_config.hpp"
 

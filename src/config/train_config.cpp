@@ -76,6 +76,12 @@ const std::vector<Field>& fields() {
       {"seed", &C::seed, 0, 1.8e19, {}, "root random seed"},
       {"out_dir", &C::out_dir, 0, 0, {}, "directory for logs, metrics, checkpoints, charts"},
       {"checkpoint_every", &C::checkpoint_every, 1, 1e9, {}, "epochs between checkpoints"},
+      {"keep_checkpoints",
+       &C::keep_checkpoints,
+       1,
+       1e6,
+       {},
+       "checkpoint generations kept (a resume falls back to an older one if the newest is damaged)"},
       {"target_return", &C::target_return, 0, kInf, {}, "stop when the last-100 mean return reaches it (0: off)"},
   };
   return table;

@@ -64,6 +64,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::string out_dir = "foxrl-run";  ///< logs, metrics.jsonl, checkpoints, charts
   std::int64_t checkpoint_every = 1;  ///< epochs between checkpoints (and at the end)
+  std::int64_t keep_checkpoints = 2;  ///< checkpoint generations kept (the newest ones)
   double target_return = 0;           ///< > 0: stop once the last-100 mean return reaches it
 
   /// Reads a JSON object of the keys above; throws UsageError naming the

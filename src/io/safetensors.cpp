@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "io/crc32c.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -29,17 +30,25 @@ bool host_is_little_endian() {
 }
 
 void require_little_endian(const std::string& path) {
-  if (!host_is_little_endian())
-    throw Error("foxrl: safetensors file '" + path + "': big-endian hosts are not supported");
+  if (!host_is_little_endian()) throw Error("safetensors file '" + path + "': big-endian hosts are not supported");
 }
 
+// A file that cannot be read as what it claims to be is bad input (exit 2),
+// like a malformed config; failures to write are run-time errors.
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error("foxrl: safetensors file '" + path + "': " + what);
+  throw UsageError("safetensors file '" + path + "': " + what);
 }
 
 [[noreturn]] void fail_tensor(const std::string& path, const std::string& tensor, const std::string& what) {
-  throw Error("foxrl: safetensors file '" + path + "': tensor '" + tensor + "': " + what);
+  throw UsageError("safetensors file '" + path + "': tensor '" + tensor + "': " + what);
 }
+
+[[noreturn]] void fail_write(const std::string& path, const std::string& what) {
+  throw Error("safetensors file '" + path + "': " + what);
+}
+
+/// The metadata key holding a tensor's CRC-32C.
+std::string checksum_key(const std::string& tensor) { return std::string(checksum_prefix) + tensor; }
 
 struct Entry {
   std::string name;
@@ -100,7 +109,7 @@ void write_all(int fd, const unsigned char* data, std::size_t n, const std::stri
     const ssize_t w = ::write(fd, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw Error("foxrl: writing '" + tmp + "' failed: " + std::strerror(errno));
+      throw Error("writing '" + tmp + "' failed: " + std::strerror(errno));
     }
     data += w;
     n -= static_cast<std::size_t>(w);
@@ -160,16 +169,31 @@ File read(const std::string& path) {
 
   File file;
   std::vector<Entry> entries;
+  std::map<std::string, std::string> checksums;  // tensor name -> stored CRC-32C
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it.value().is_object()) fail(path, "\"__metadata__\" is not an object");
       for (auto m = it.value().begin(); m != it.value().end(); ++m) {
         if (!m.value().is_string()) fail(path, "\"__metadata__\" value of '" + m.key() + "' is not a string");
-        file.metadata[m.key()] = m.value().get<std::string>();
+        if (m.key().rfind(checksum_prefix, 0) == 0) {
+          checksums[m.key().substr(std::strlen(checksum_prefix))] = m.value().get<std::string>();
+        } else {
+          file.metadata[m.key()] = m.value().get<std::string>();
+        }
       }
       continue;
     }
     entries.push_back(parse_entry(path, it.key(), it.value()));
+  }
+  // Checksums are all or nothing: a file foxrl wrote has one per tensor;
+  // files of other writers have none.
+  file.checksummed = !checksums.empty();
+  for (const auto& e : entries)
+    if (file.checksummed && checksums.count(e.name) == 0)
+      fail_tensor(path, e.name, "no checksum, though the file has checksums for other tensors (damaged header?)");
+  for (const auto& [name, value] : checksums) {
+    const bool known = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+    if (!known) fail(path, "a checksum for tensor '" + name + "', which the file does not hold (damaged header?)");
   }
 
   const std::uint64_t data_size = file_size - 8 - header_len;
@@ -188,6 +212,14 @@ File read(const std::string& path) {
   in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data_size));
   if (!in) fail(path, "could not read the data section");
   for (const auto& e : entries) {
+    if (file.checksummed) {
+      const std::string stored = checksums.at(e.name);
+      const std::string computed = crc32c_hex(crc32c(data.data() + e.begin, e.end - e.begin));
+      if (stored != computed)
+        fail_tensor(path, e.name,
+                    "checksum mismatch (stored CRC-32C " + stored.substr(0, 16) + ", contents give " + computed +
+                        "): the file is damaged");
+    }
     Tensor t;
     t.name = e.name;
     t.dtype = e.dtype;
@@ -205,16 +237,20 @@ void write(const std::string& path, const File& file) {
   std::uint64_t offset = 0;
   for (const auto& t : file.tensors) {
     const auto size = dtype_size(t.dtype);
-    if (size == 0) fail_tensor(path, t.name, "unknown dtype \"" + t.dtype + "\"");
-    if (t.name == "__metadata__" || header.contains(t.name)) fail_tensor(path, t.name, "duplicate or reserved name");
+    if (size == 0) fail_write(path, "tensor '" + t.name + "': unknown dtype \"" + t.dtype + "\"");
+    if (t.name == "__metadata__" || header.contains(t.name))
+      fail_write(path, "tensor '" + t.name + "': duplicate or reserved name");
     if (static_cast<std::uint64_t>(t.numel()) * size != t.data.size())
-      fail_tensor(
-          path, t.name,
-          "holds " + std::to_string(t.data.size()) + " bytes for shape " + shape_string(t.shape) + " of " + t.dtype);
+      fail_write(path, "tensor '" + t.name + "' holds " + std::to_string(t.data.size()) + " bytes for shape " +
+                           shape_string(t.shape) + " of " + t.dtype);
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
-  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  // Every tensor's CRC-32C goes into the metadata (checksum keys a read
+  // file carried are dropped by read(), so they are always fresh here).
+  std::map<std::string, std::string> metadata = file.metadata;
+  for (const auto& t : file.tensors) metadata[checksum_key(t.name)] = crc32c_hex(crc32c(t.data.data(), t.data.size()));
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   // Pad with spaces so the data section starts 8-byte aligned (as the
   // reference writer does).
@@ -227,11 +263,11 @@ void write(const std::string& path, const File& file) {
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail(path, "cannot create '" + tmp + "': " + std::strerror(errno));
+  if (fd < 0) fail_write(path, "cannot create '" + tmp + "': " + std::strerror(errno));
   try {
     write_all(fd, head.data(), head.size(), tmp);
     for (const auto& t : file.tensors) write_all(fd, t.data.data(), t.data.size(), tmp);
-    if (::fsync(fd) != 0) throw Error("foxrl: fsync of '" + tmp + "' failed: " + std::strerror(errno));
+    if (::fsync(fd) != 0) throw Error("fsync of '" + tmp + "' failed: " + std::strerror(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -239,12 +275,12 @@ void write(const std::string& path, const File& file) {
   }
   if (::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    fail(path, "closing '" + tmp + "' failed: " + std::strerror(errno));
+    fail_write(path, "closing '" + tmp + "' failed: " + std::strerror(errno));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
-    fail(path, "renaming '" + tmp + "' into place failed: " + why);
+    fail_write(path, "renaming '" + tmp + "' into place failed: " + why);
   }
   // Make the rename itself durable.
   const int dir = ::open(directory_of(path).c_str(), O_RDONLY);

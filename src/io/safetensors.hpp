@@ -6,9 +6,16 @@
 //
 // The reader validates the whole container (header length, JSON, dtypes,
 // shapes against byte ranges, ranges inside the data section and not
-// overlapping) before returning anything; errors are foxrl::Error naming
-// the file, the tensor and the problem. The writer is atomic: it writes a
-// temporary file next to the target, fsyncs it and renames it over.
+// overlapping, checksums) before returning anything; errors are
+// foxrl::UsageError (a damaged file is bad input) naming the file, the
+// tensor and the problem. The writer is atomic: it writes a temporary file
+// next to the target, fsyncs it and renames it over.
+//
+// Integrity: the writer stores every tensor's CRC-32C in the metadata
+// ("crc32c.<tensor>": eight hex digits), the reader verifies each one, so a
+// flipped bit in any tensor is an error naming the tensor. Files without
+// checksums (other writers) are read unverified; File::checksummed says
+// which it was.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,10 +36,16 @@ struct Tensor {
   std::int64_t numel() const;
 };
 
+/// Metadata keys starting with this hold checksums; read() verifies and
+/// removes them, write() recomputes them.
+inline constexpr const char* checksum_prefix = "crc32c.";
+
 /// A whole file: tensors in data order, plus the string metadata.
 struct File {
   std::vector<Tensor> tensors;
   std::map<std::string, std::string> metadata;
+  /// read(): whether the file carried (and passed) per-tensor checksums.
+  bool checksummed = false;
 
   /// The tensor called `name`, or nullptr.
   const Tensor* find(const std::string& name) const;
@@ -41,7 +54,8 @@ struct File {
 /// Bytes per element of a safetensors dtype; 0 if the name is unknown.
 std::size_t dtype_size(const std::string& dtype);
 
-/// Reads and validates `path`; throws foxrl::Error on any defect.
+/// Reads and validates `path` (checksums included); throws
+/// foxrl::UsageError naming the file and tensor on any defect.
 File read(const std::string& path);
 
 /// Writes `file` to `path` atomically (temp file, fsync, rename).

@@ -13,6 +13,7 @@
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 #include "run/setup.hpp"
 
@@ -38,16 +39,19 @@ class Policy {
   using memory_space = typename ExecSpace::memory_space;
   using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
 
-  /// Loads `run_dir`; UsageError naming the file on anything missing or
+  /// Loads the newest checkpoint of the run directory `run_dir` (or the
+  /// checkpoint generation `run_dir` names: CheckpointStore::resolve);
+  /// UsageError naming the file on anything missing, damaged or
   /// inconsistent. `max_rows`: the most observations one call evaluates.
   Policy(const ExecSpace& space, const std::string& run_dir, int max_rows = 4096)
-      : manifest_(RunManifest::read(run_dir)) {
+      : dir_(CheckpointStore::resolve(run_dir)), manifest_(RunManifest::read(dir_)) {
     spec_ = run_spec(manifest_.config);
     learner_.emplace(space, inference_learner_config(spec_, max_rows));
-    learner_->load(space, run_dir + "/checkpoint.safetensors");
+    const std::string weights = dir_ + "/checkpoint.safetensors";
+    manifest_.identity.check_metadata(learner_->load(space, weights), weights);
     if (manifest_.has_normalizer) {
       adapter_ = make_adapter(space, spec_);
-      if (!adapter_) throw UsageError(run_dir + "/checkpoint.json: a normalizer, but the env does not normalise");
+      if (!adapter_) throw UsageError(dir_ + "/checkpoint.json: a normalizer, but the env does not normalise");
       adapter_->import_state(space, manifest_.normalizer);
       adapter_->set_frozen(true);
     }
@@ -63,6 +67,8 @@ class Policy {
   const RunSpec& spec() const { return spec_; }
   int max_rows() const { return static_cast<int>(normalized_.extent(0)); }
   const RunManifest& manifest() const { return manifest_; }
+  /// The checkpoint generation it was loaded from.
+  const std::string& checkpoint_dir() const { return dir_; }
 
   /// Q-values [n, num_actions] of raw observations [n, obs_dim] (n <=
   /// max_rows), normalised as in training.
@@ -135,6 +141,7 @@ class Policy {
   }
 
  private:
+  std::string dir_;
   RunManifest manifest_;
   RunSpec spec_;
   std::optional<DqnLearner<ExecSpace>> learner_;

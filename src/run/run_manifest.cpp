@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/crc32c.hpp"
+#include "run/checkpoint_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +16,15 @@ using Json = nlohmann::json;
 
 std::string manifest_path(const std::string& dir) { return dir + "/checkpoint.json"; }
 
+/// The manifest's checksum: CRC-32C of the compact dump of everything but
+/// the "crc32c" field (nlohmann dumps keys sorted and numbers in shortest
+/// round-trip form, so parse + dump reproduces the written text).
+std::string content_checksum(Json j) {
+  j.erase("crc32c");
+  const std::string text = j.dump();
+  return crc32c_hex(crc32c(text.data(), text.size()));
+}
+
 }  // namespace
 
 void RunManifest::write(const std::string& dir) const {
@@ -25,9 +36,13 @@ void RunManifest::write(const std::string& dir) const {
   j["epoch"] = epoch;
   j["global_step"] = global_step;
   j["updates"] = updates;
+  j["run_id"] = identity.run_id;
+  j["config_hash"] = identity.config_hash;
+  j["log_bytes"] = log_bytes;
   if (has_normalizer) {
     j["normalizer"] = {{"count", normalizer.count}, {"mean", normalizer.mean}, {"m2", normalizer.m2}};
   }
+  j["crc32c"] = content_checksum(j);
   write_file_atomically(manifest_path(dir), j.dump(2) + "\n");
 }
 
@@ -43,9 +58,17 @@ RunManifest RunManifest::read(const std::string& dir) {
   };
   if (field("format") != "foxrl-dqn-checkpoint")
     throw UsageError(path + ": field 'format' is not foxrl-dqn-checkpoint");
-  if (field("format_version") != format_version) {
-    throw UsageError(path + ": field 'format_version' is " + field("format_version").dump() + ", this foxrl reads " +
+  const Json& version = field("format_version");
+  if (version != 1 && version != format_version) {
+    throw UsageError(path + ": field 'format_version' is " + version.dump().substr(0, 40) + ", this foxrl reads 1 to " +
                      std::to_string(format_version));
+  }
+  if (version != 1) {
+    const Json& stored = field("crc32c");
+    if (!stored.is_string() || stored.get<std::string>() != content_checksum(j)) {
+      throw UsageError(path + ": checksum mismatch (field 'crc32c' is " + stored.dump().substr(0, 40) +
+                       ", the contents give \"" + content_checksum(j) + "\"): the file is damaged or was edited");
+    }
   }
   RunManifest m;
   // The config goes through the same validation as a config file.
@@ -54,6 +77,15 @@ RunManifest RunManifest::read(const std::string& dir) {
     m.epoch = field("epoch").get<std::int64_t>();
     m.global_step = field("global_step").get<std::int64_t>();
     m.updates = field("updates").get<std::int64_t>();
+    if (m.epoch < 0 || m.global_step < 0 || m.updates < 0) throw UsageError(path + ": negative epoch or counters");
+    m.identity.epoch = m.epoch;
+    if (version != 1) {
+      m.identity.run_id = field("run_id").get<std::string>();
+      m.identity.config_hash = field("config_hash").get<std::string>();
+      m.log_bytes = field("log_bytes").get<std::map<std::string, std::int64_t>>();
+      if (m.identity.config_hash != RunIdentity::config_hash_of(m.config))
+        throw UsageError(path + ": field 'config_hash' does not match its field 'config'");
+    }
     if (j.contains("normalizer")) {
       const auto& n = j.at("normalizer");
       m.has_normalizer = true;
@@ -65,6 +97,18 @@ RunManifest RunManifest::read(const std::string& dir) {
     throw UsageError(path + ": malformed counters or normalizer: " + e.what());
   }
   return m;
+}
+
+RunManifest RunManifest::read_newest(const std::string& run_dir) {
+  const auto generations = CheckpointStore(run_dir).generations();
+  if (generations.empty()) CheckpointStore::resolve(run_dir);  // throws, naming what it looked for
+  for (std::size_t i = 0; i + 1 < generations.size(); ++i) {
+    try {
+      return read(generations[i].path);
+    } catch (const UsageError&) {  // damaged: an older generation may do
+    }
+  }
+  return read(generations.back().path);
 }
 
 }  // namespace foxrl

@@ -27,6 +27,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -107,7 +108,7 @@ void visit_trainer_state(Archive& a, const ExecSpace& space, const TrainerParts<
 /// Writes `path` (atomically) from the components and `counters`. Fences.
 template <class ExecSpace>
 void save_trainer_state(const ExecSpace& space, const std::string& path, const TrainerParts<ExecSpace>& p,
-                        const TrainerCounters& counters) {
+                        const TrainerCounters& counters, const std::map<std::string, std::string>& stamp = {}) {
   TrainerHostState<ExecSpace> h;
   h.trainer = counters;
   StateWriter<ExecSpace> w;
@@ -119,16 +120,20 @@ void save_trainer_state(const ExecSpace& space, const std::string& path, const T
   m["num_envs"] = std::to_string(p.env->num_envs());
   m["obs_dim"] = std::to_string(p.env->obs_dim());
   m["replay_capacity"] = std::to_string(p.replay->capacity());
+  for (const auto& [key, value] : stamp) m[key] = value;
   w.write(space, path);
 }
 
 /// Reads `path` into the components (everything validated before the
 /// first copy; foxrl::Error naming the file and tensor otherwise) and
-/// returns the trainer's counters. Fences.
+/// returns the trainer's counters (and, if asked, the file's metadata).
+/// Fences.
 template <class ExecSpace>
-TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& path, const TrainerParts<ExecSpace>& p) {
+TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& path, const TrainerParts<ExecSpace>& p,
+                                   std::map<std::string, std::string>* metadata = nullptr) {
   StateReader<ExecSpace> r(path);
   const auto& m = r.metadata();
+  if (metadata != nullptr) *metadata = m;
   const auto meta = [&](const char* key) {
     const auto it = m.find(key);
     return it == m.end() ? std::string() : it->second;

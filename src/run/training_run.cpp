@@ -4,18 +4,21 @@
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/svg_chart.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace foxrl {
 namespace {
 
-/// What a run writes into its directory; the first five mark a directory
-/// that holds a run.
+/// What a run writes into its directory besides checkpoints/; the first
+/// five (with checkpoints/) mark a directory that holds a run (the first
+/// three are where runs before checkpoint generations kept theirs).
 const char* const run_files[] = {"checkpoint.json",
                                  "checkpoint.safetensors",
                                  "trainer_state.safetensors",
@@ -32,20 +35,61 @@ constexpr int run_marker_files = 5;
 /// checkpoint unnoticed: refuse, or with `overwrite` remove that run's files.
 void prepare_fresh_directory(const std::string& dir, bool overwrite) {
   namespace fs = std::filesystem;
-  for (int i = 0; i < run_marker_files && !overwrite; ++i) {
-    const fs::path marker = fs::path(dir) / run_files[i];
-    if (fs::exists(marker)) {
+  const CheckpointStore store(dir);
+  std::error_code ec;
+  for (int i = 0; i <= run_marker_files && !overwrite; ++i) {
+    const fs::path marker = i < run_marker_files ? fs::path(dir) / run_files[i] : fs::path(store.checkpoints_dir());
+    if (fs::exists(marker, ec)) {
       throw UsageError("out_dir '" + dir + "' already holds a run (" + marker.string() +
                        "): continue it with `foxrl train --resume --set out_dir=" + dir +
                        "`, replace it with --overwrite, or choose another out_dir");
     }
   }
   if (!overwrite) return;
+  store.remove_all();
   for (const char* name : run_files) {
-    std::error_code ec;
     fs::remove(fs::path(dir) / name, ec);
     if (ec) throw UsageError("out_dir '" + dir + "': cannot remove " + name + " of the previous run: " + ec.message());
   }
+}
+
+std::int64_t bytes_of(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<std::int64_t>(size);
+}
+
+/// Cuts `path` back to its first `bytes` bytes: what a run interrupted
+/// after its last checkpoint appended is dropped, so the log reads as the
+/// uninterrupted run's. A file already as short is left alone.
+void cut_back(const std::string& path, std::int64_t bytes) {
+  if (bytes_of(path) <= bytes) return;
+  std::error_code ec;
+  std::filesystem::resize_file(path, static_cast<std::uintmax_t>(bytes), ec);
+  if (ec)
+    throw Error("cannot cut " + path + " back to its checkpoint (" + std::to_string(bytes) +
+                " bytes): " + ec.message());
+}
+
+EpochRecord record_of(const nlohmann::json& j) {
+  EpochRecord r;
+  r.epoch = j.value("epoch", std::int64_t(0));
+  r.loss = j.value("loss", 0.0);
+  r.mean_return_last_100 = j.value("mean_return_last_100", 0.0);
+  return r;
+}
+
+/// The records of metrics.jsonl (epoch, loss and mean return), for the
+/// learning curves of a resumed run.
+std::vector<EpochRecord> read_metrics(const std::string& path) {
+  std::vector<EpochRecord> records;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("epoch")) records.push_back(record_of(j));
+  }
+  return records;
 }
 
 void write_learning_curves(const std::string& path, const std::vector<EpochRecord>& epochs) {
@@ -60,10 +104,9 @@ void write_learning_curves(const std::string& path, const std::vector<EpochRecor
                         render_line_chart("Loss per epoch", "epoch", "loss", {loss}));
 }
 
-/// The epochs of metrics.jsonl up to `last_epoch` (the checkpoint a resumed
-/// run continues from): the file is rewritten without later lines, which a
-/// run interrupted after its last checkpoint left behind, so it reads as the
-/// uninterrupted run's. Returns the kept records for the learning curves.
+/// The epochs of metrics.jsonl up to `last_epoch`, for a legacy checkpoint
+/// (no recorded log lengths): the file is rewritten without later lines.
+/// Returns the kept records for the learning curves.
 std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_t last_epoch) {
   std::vector<EpochRecord> kept;
   std::ifstream in(path);
@@ -72,10 +115,7 @@ std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("epoch")) continue;
     if (j.value("epoch", std::int64_t(0)) > last_epoch) continue;
-    EpochRecord r;
-    r.epoch = j.value("epoch", std::int64_t(0));
-    r.loss = j.value("loss", 0.0);
-    r.mean_return_last_100 = j.value("mean_return_last_100", 0.0);
+    const EpochRecord r = record_of(j);
     kept.push_back(r);
     text += line + "\n";
   }
@@ -86,10 +126,14 @@ std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_
 
 }  // namespace
 
-/// The run directory's append-only sinks.
+/// The run directory's lock and append-only sinks.
 struct TrainingRun::Files {
+  explicit Files(const std::string& dir) : lock(dir) {}
+  RunDirectoryLock lock;
   std::ofstream log;
   std::ofstream metrics;
+  bool open = false;
+  std::vector<std::string> pending;  ///< lines said before the log was opened
 };
 
 TrainingRun::TrainingRun(TrainConfig config, bool resume, bool overwrite)
@@ -108,37 +152,96 @@ DqnTrainer<TrainingRun::ExecSpace>& TrainingRun::trainer() {
 
 void TrainingRun::say(const std::string& line) {
   for (auto* o : observers_) o->on_log(line);
-  files_->log << line << std::endl;
+  if (files_->open) {
+    files_->log << line << std::endl;
+  } else {
+    files_->pending.push_back(line);
+  }
+}
+
+RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) {
+  const auto generations = store.generations();
+  std::string problems;
+  for (std::size_t i = 0; i < generations.size(); ++i) {
+    const auto& g = generations[i];
+    try {
+      if (!trainer_) trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config_);
+      const RunManifest manifest = trainer_->resume(g.path);
+      // Newer generations that failed are set aside, never read again (the
+      // resumed run writes its own generations of those epochs).
+      for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);
+      if (i > 0) {
+        say("warning: resumed from the older checkpoint " + g.path + "; set aside as damaged: " + problems);
+      }
+      return manifest;
+    } catch (const LogicError&) {
+      throw;
+    } catch (const UsageError& e) {
+      // A damaged, incomplete or foreign generation: try the next older one
+      // with a fresh trainer (a failed load leaves the trainer unspecified).
+      problems += std::string(problems.empty() ? "" : "; ") + g.path + " (" + e.what() + ")";
+      trainer_.reset();
+    }
+  }
+  throw UsageError("--resume: no usable checkpoint in " + config_.out_dir + ": " + problems);
 }
 
 TrainingSummary TrainingRun::run() {
   if (started_) throw LogicError("TrainingRun::run(): a run runs once");
   started_ = true;
   const TrainConfig& config = config_;
-  RunManifest saved;
+  namespace fs = std::filesystem;
+  std::error_code ec;
   if (resume_) {
-    saved = RunManifest::read(config.out_dir);
-    check_resume_compatible(saved.config, config, config.out_dir + "/checkpoint.json");
+    // Nothing on disk changes before the checkpoint has loaded: a failed
+    // resume leaves the run as it was.
+    if (!fs::is_directory(config.out_dir, ec))
+      throw UsageError("--resume: out_dir '" + config.out_dir + "' is not a directory");
+    const RunManifest saved = RunManifest::read_newest(config.out_dir);
+    check_resume_compatible(saved.config, config, config.out_dir + "/checkpoints");
+  } else {
+    fs::create_directories(config.out_dir, ec);
+    if (ec || !fs::is_directory(config.out_dir, ec))
+      throw UsageError("out_dir '" + config.out_dir + "' cannot be created" + (ec ? ": " + ec.message() : ""));
   }
+  files_ = std::make_unique<Files>(config.out_dir);
+  const CheckpointStore store(config.out_dir);
   if (!resume_) prepare_fresh_directory(config.out_dir, overwrite_);
-  std::filesystem::create_directories(config.out_dir);
   TrainingSummary summary;
-  if (resume_) summary.epochs = keep_metrics_until(config.out_dir + "/metrics.jsonl", saved.epoch);
-  files_ = std::make_unique<Files>();
-  files_->log.open(config.out_dir + "/train.log", std::ios::app);
-  files_->metrics.open(config.out_dir + "/metrics.jsonl", std::ios::app);
 
-  trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config);
-  DqnTrainer<ExecSpace>& trainer = *trainer_;
+  if (!resume_) trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config);
   say("foxrl " FOXRL_VERSION " train: " + std::string(env_kind_name(config.env)) + " on " + ExecSpace::name() + ", " +
       std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed));
+  if (resume_) {
+    const RunManifest resumed = resume_newest_generation(store);
+    const std::string log_path = config.out_dir + "/train.log", metrics_path = config.out_dir + "/metrics.jsonl";
+    if (resumed.log_bytes.empty()) {  // legacy checkpoint: cut metrics by epoch
+      summary.epochs = keep_metrics_until(metrics_path, resumed.epoch);
+    } else {
+      const auto bytes = [&](const char* name) {
+        const auto it = resumed.log_bytes.find(name);
+        return it == resumed.log_bytes.end() ? std::int64_t(0) : it->second;
+      };
+      cut_back(log_path, bytes("train.log"));
+      cut_back(metrics_path, bytes("metrics.jsonl"));
+      summary.epochs = read_metrics(metrics_path);
+    }
+  }
+  DqnTrainer<ExecSpace>& trainer = *trainer_;
   if (trainer.market()) say(trainer.market()->data.describe());
   if (resume_) {
-    trainer.resume(config.out_dir);
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
         std::to_string(trainer.global_step()) + " env steps, " + std::to_string(trainer.updates()) + " updates) in " +
         config.out_dir);
   }
+  store.remove_stale_temporaries();
+  files_->log.open(config.out_dir + "/train.log", std::ios::app);
+  files_->metrics.open(config.out_dir + "/metrics.jsonl", std::ios::app);
+  if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config.out_dir + "': cannot write its logs");
+  files_->open = true;
+  for (const auto& line : files_->pending) files_->log << line << "\n";
+  files_->log.flush();
+  files_->pending.clear();
   write_file_atomically(config.out_dir + "/config.json", config.to_json() + "\n");
 
   for (std::int64_t e = trainer.epoch(); e < config.epochs; ++e) {
@@ -150,7 +253,15 @@ TrainingSummary TrainingRun::run() {
     summary.solved =
         config.target_return > 0 && record.episodes >= 100 && record.mean_return_last_100 >= config.target_return;
     if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || summary.solved) {
-      trainer.save_checkpoint(config.out_dir);
+      // The logs' lengths go into the checkpoint: a resume cuts them back.
+      files_->log.flush();
+      files_->metrics.flush();
+      const std::map<std::string, std::int64_t> log_bytes = {
+          {"train.log", bytes_of(config.out_dir + "/train.log")},
+          {"metrics.jsonl", bytes_of(config.out_dir + "/metrics.jsonl")}};
+      store.publish(
+          record.epoch, [&](const std::string& dir) { trainer.save_checkpoint(dir, log_bytes); },
+          static_cast<int>(config.keep_checkpoints));
     }
     if (summary.solved) {
       say("solved: mean return of the last 100 episodes " + std::to_string(record.mean_return_last_100) +
@@ -169,8 +280,8 @@ TrainingSummary TrainingRun::run() {
     write_file_atomically(config.out_dir + "/equity.svg", summary.evaluation->svg());
   }
   say("outputs in " + config.out_dir +
-      ": train.log, metrics.jsonl, checkpoint.safetensors + checkpoint.json + trainer_state.safetensors, "
-      "learning curves" +
+      ": train.log, metrics.jsonl, checkpoints/epoch-N/ (checkpoint.safetensors + checkpoint.json + "
+      "trainer_state.safetensors), learning curves" +
       std::string(trainer.market() ? ", evaluation.json, equity.svg" : ""));
   return summary;
 }

@@ -22,6 +22,8 @@
 #include "agents/dqn/dqn_trainer.hpp"
 #include "config/train_config.hpp"
 #include "market/market_evaluation.hpp"
+#include "run/checkpoint_store.hpp"
+#include "run/run_manifest.hpp"
 #include "run/training_log.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -84,6 +86,10 @@ class TrainingRun {
 
  private:
   void say(const std::string& line);
+  /// Loads the newest generation that passes every check into a new
+  /// trainer, falling back to older ones (with a warning; the failed ones
+  /// are set aside); UsageError listing why each failed if none does.
+  RunManifest resume_newest_generation(const CheckpointStore& store);
 
   TrainConfig config_;
   bool resume_;

@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -307,23 +308,28 @@ class DqnLearner {
   std::int64_t updates() const { return updates_; }
 
   /// Writes online, target, Adam moments and both step counters to `path`
-  /// (safetensors, atomic; dqn_checkpoint.hpp). Fences `space` (not for
-  /// the hot path).
-  void save(const ExecSpace& space, const std::string& path) const {
+  /// (safetensors, atomic; dqn_checkpoint.hpp), with `stamp` (e.g. the run
+  /// identity) added to its metadata. Fences `space` (not for the hot
+  /// path).
+  void save(const ExecSpace& space, const std::string& path,
+            const std::map<std::string, std::string>& stamp = {}) const {
     ParameterFileWriter<ExecSpace> file;
     file.add(space, dqn_online_prefix, online_);
     file.add(space, dqn_target_prefix, target_.params());
     file.add(space, dqn_adam_names(), layout_, adam_);
     file.add_counter(dqn_updates_name, updates_);
     file.metadata() = dqn_checkpoint_metadata(layout_, config_.loss == LossKind::huber ? "huber" : "mse");
+    for (const auto& [key, value] : stamp) file.metadata()[key] = value;
     file.write(space, path);
   }
 
   /// Replaces online, target, Adam moments and counters with the contents
-  /// of `path`. The file is validated completely first; on any error
-  /// (foxrl::Error naming the file, tensor and problem) nothing changes.
-  void load(const ExecSpace& space, const std::string& path) {
+  /// of `path` and returns the file's metadata. The file is validated
+  /// completely first (checksums included); on any error (foxrl::Error
+  /// naming the file, tensor and problem) nothing changes.
+  std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) {
     ParameterFileReader<ExecSpace> file(path, layout_.describe());
+    std::map<std::string, std::string> metadata = file.tensors().file().metadata;
     file.take(dqn_online_prefix, online_);
     file.take(dqn_target_prefix, target_.params());
     file.take(dqn_adam_names(), layout_, adam_);
@@ -332,6 +338,7 @@ class DqnLearner {
     // The loaded state is the guard's new restore point.
     guard_.snapshot(space, true);
     updates_ = updates;
+    return metadata;
   }
 
  private:

@@ -44,6 +44,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -172,16 +173,21 @@ class DqnTrainer {
   /// the learner: replay, envs, n-step windows, episode statistics,
   /// normaliser, counters), `dir`/checkpoint.safetensors (online and target
   /// weights, Adam state) and `dir`/checkpoint.json (config, counters,
-  /// normalizer), each atomically.
-  void save_checkpoint(const std::string& dir) {
+  /// normalizer, `log_bytes`), each atomically and each carrying the run
+  /// identity (run_id(), the config's hash, the epoch). A whole checkpoint
+  /// generation is published by the caller (run/checkpoint_store.hpp).
+  void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes = {}) {
     const auto& space = context_.space();
-    save_trainer_state(space, dir + "/" + trainer_state_file, parts(), counters());
-    learner_->save(space, dir + "/checkpoint.safetensors");
     RunManifest m;
+    m.identity = {run_id_, RunIdentity::config_hash_of(config_), epoch_};
+    const auto stamp = m.identity.metadata();
+    save_trainer_state(space, dir + "/" + trainer_state_file, parts(), counters(), stamp);
+    learner_->save(space, dir + "/checkpoint.safetensors", stamp);
     m.config = config_;
     m.epoch = epoch_;
     m.global_step = global_step_;
     m.updates = updates_;
+    m.log_bytes = log_bytes;
     if (adapter_) {  // the frozen normaliser of inference (float64 in the trainer state too)
       m.has_normalizer = true;
       m.normalizer = adapter_->export_state(space);
@@ -189,37 +195,49 @@ class DqnTrainer {
     m.write(dir);
   }
 
-  /// Continues the run checkpointed in `dir` (save_checkpoint's files):
-  /// the next run_epoch() is the one after the saved epoch and gives what
-  /// the uninterrupted run gives (docs/design.md, "Resume"). The saved
-  /// config must match this trainer's but for `epochs` and `out_dir`
-  /// (UsageError naming the key); a missing or damaged file is a
-  /// foxrl::Error naming the file and tensor. On error the trainer is in
-  /// an unspecified state and must be discarded.
-  void resume(const std::string& dir) {
+  /// Continues the run checkpointed in `dir` (save_checkpoint's files)
+  /// and returns its manifest: the next run_epoch() is the one after the
+  /// saved epoch and gives what the uninterrupted run gives
+  /// (docs/design.md, "Resume"). The saved config must match this
+  /// trainer's but for `epochs`, `out_dir` and `keep_checkpoints`
+  /// (UsageError naming the key); a missing, damaged (checksum) or foreign
+  /// file (another run's or epoch's identity) is a UsageError naming the
+  /// file and tensor. On error the trainer is in an unspecified state and
+  /// must be discarded.
+  RunManifest resume(const std::string& dir) {
     const auto& space = context_.space();
     const RunManifest manifest = RunManifest::read(dir);
     check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
     const std::string state_path = dir + "/" + trainer_state_file;
+    const std::string weights_path = dir + "/checkpoint.safetensors";
     // The learner first: its load re-snapshots the guard, which the trainer
     // state (the guard's saved snapshot and counters) then overwrites.
-    learner_->load(space, dir + "/checkpoint.safetensors");
-    const TrainerCounters c = load_trainer_state(space, state_path, parts());
-    // The three files are replaced one after the other: a crash between
-    // two renames leaves files of different epochs.
+    manifest.identity.check_metadata(learner_->load(space, weights_path), weights_path);
+    std::map<std::string, std::string> state_metadata;
+    const TrainerCounters c = load_trainer_state(space, state_path, parts(), &state_metadata);
+    manifest.identity.check_metadata(state_metadata, state_path);
+    // Files of one generation agree; a legacy run directory (files replaced
+    // one after the other, no identity) may hold files of different epochs.
     if (c.epoch != manifest.epoch || c.global_step != manifest.global_step || c.updates != manifest.updates ||
         learner_->updates() != c.updates) {
-      throw Error("foxrl: " + state_path + " (epoch " + std::to_string(c.epoch) + ", " + std::to_string(c.updates) +
-                  " updates), " + dir + "/checkpoint.json (epoch " + std::to_string(manifest.epoch) + ", " +
-                  std::to_string(manifest.updates) + " updates) and " + dir + "/checkpoint.safetensors (" +
-                  std::to_string(learner_->updates()) + " updates) are not from the same checkpoint");
+      throw UsageError(state_path + " (epoch " + std::to_string(c.epoch) + ", " + std::to_string(c.updates) +
+                       " updates), " + dir + "/checkpoint.json (epoch " + std::to_string(manifest.epoch) + ", " +
+                       std::to_string(manifest.updates) + " updates) and " + weights_path + " (" +
+                       std::to_string(learner_->updates()) + " updates) are not from the same checkpoint");
     }
     epoch_ = c.epoch;
     global_step_ = c.global_step;
     iteration_ = c.iteration;
     updates_ = c.updates;
     experiences_ = c.experiences;
+    if (!manifest.identity.run_id.empty()) run_id_ = manifest.identity.run_id;
+    return manifest;
   }
+
+  /// The run this trainer's checkpoints belong to (a fresh random id; a
+  /// resume takes the checkpoint's).
+  const std::string& run_id() const { return run_id_; }
+  void set_run_id(std::string id) { run_id_ = std::move(id); }
 
   const TrainConfig& config() const { return config_; }
   ExecutionContext<ExecSpace>& context() { return context_; }
@@ -279,6 +297,7 @@ class DqnTrainer {
   std::int64_t updates_ = 0;
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
+  std::string run_id_ = RunIdentity::new_run_id();
 };
 
 }  // namespace foxrl

@@ -29,7 +29,7 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Trainer = foxrl::DqnTrainer<Exec>;
 namespace fs = std::filesystem;
 
-const double nan = std::numeric_limits<double>::quiet_NaN();
+const double not_a_number = std::numeric_limits<double>::quiet_NaN();
 const double inf = std::numeric_limits<double>::infinity();
 
 std::string scratch_dir(const std::string& name) {
@@ -152,7 +152,7 @@ TEST_CASE("a trainer state with a value out of range is refused, naming the file
       {"market", "env.market.position", 1, 2, "must be -1, 0 or 1"},
       {"market", "env.market.episode_steps", 0, -1, "must be in [0, episode_length = 30)"},
       {"market", "env.market.episode_steps", 2, 30, "must be in [0, episode_length = 30)"},
-      {"cartpole", "env.cartpole.theta", 1, nan, "is nan: must be finite"},
+      {"cartpole", "env.cartpole.theta", 1, not_a_number, "is nan: must be finite"},
       {"cartpole", "env.cartpole.episode_steps", 0, 500, "must be in [0, max_episode_steps = 500)"},
       // Replay: slots, boundary rows, priorities, the sum tree.
       {"market", "replay.next_ref", 5, 9000, "is 9000: must be -1 (successor), -2 (evicted) or a boundary row below"},
@@ -161,30 +161,30 @@ TEST_CASE("a trainer state with a value out of range is refused, naming the file
       {"cartpole", "replay.actions", 7, 2, "must be an action in [0, 2)"},
       {"cartpole", "replay.actions", 0, -1, "is -1"},
       {"market", "replay.rewards", 4, inf, "is inf: must be finite"},
-      {"cartpole", "replay.discounts", 4, nan, "must be in [0, 1]"},
+      {"cartpole", "replay.discounts", 4, not_a_number, "must be in [0, 1]"},
       {"cartpole", "replay.boundary_owner", 0, 1e12, "must be -1 (free) or a transition below replay.inserted"},
       {"cartpole", "replay.boundary_head", 0, 1e6, "must equal replay.boundary_rows"},
       {"cartpole", "replay.boundary_evictions", 0, -1, "must be in [0, replay.inserted"},
-      {"market", "replay.max_priority", 0, nan, "must be finite and > 0"},
+      {"market", "replay.max_priority", 0, not_a_number, "must be finite and > 0"},
       {"market", "replay.max_priority", 0, 0, "must be finite and > 0"},
       {"cartpole", "replay.teams_done", 0, 1, "must be 0 between launches"},
       {"cartpole", "replay.batch_min_mass", 0, 0, "between launches"},
       {"cartpole", "replay.tree", 10, -1, "a leaf must be finite and >= 0"},
-      {"market", "replay.tree", 10, nan, "a leaf must be finite and >= 0"},
+      {"market", "replay.tree", 10, not_a_number, "a leaf must be finite and >= 0"},
       {"cartpole", "replay.tree", 96, 1e6, "must be the sum of its children"},
       {"cartpole", "replay.tree", 100, 1, "must be the sum of its children"},  // padding above the 3 nodes
       // N-step windows and episode statistics.
       {"market", "nstep.actions", 0, 7, "is 7: must be an action in [0, 3)"},
       {"cartpole", "nstep.actions", 5, -1, "must be an action in [0, 2)"},
-      {"cartpole", "nstep.rewards", 2, nan, "must be finite"},
+      {"cartpole", "nstep.rewards", 2, not_a_number, "must be finite"},
       {"cartpole", "nstep.episode_end", 1, 9, "must be 0-3"},
       {"cartpole", "episodes.running", 0, inf, "must be finite"},
-      {"cartpole", "episodes.ring", 3, nan, "must be finite"},
+      {"cartpole", "episodes.ring", 3, not_a_number, "must be finite"},
       {"cartpole", "episodes.count", 0, -1, "must be >= 0"},
       // The signal normaliser (market runs).
       {"market", "normalizer.count", 0, -1, "must be finite and >= 0"},
       {"market", "normalizer.count", 2, inf, "must be finite and >= 0"},
-      {"market", "normalizer.mean", 1, nan, "must be finite"},
+      {"market", "normalizer.mean", 1, not_a_number, "must be finite"},
       {"market", "normalizer.m2", 0, -0.5, "must be finite and >= 0"},
       // The training guard: its enum, counters, loss window and snapshots.
       {"cartpole", "guard.state", slot(foxrl::GuardState::verdict), 7, "the verdict must be 0 (apply)"},
@@ -194,10 +194,10 @@ TEST_CASE("a trainer state with a value out of range is refused, naming the file
       {"cartpole", "guard.state", slot(foxrl::GuardState::losses), 33, "the window's loss count"},
       {"cartpole", "guard.state", slot(foxrl::GuardState::ring_next), 1e9, "the ring position"},
       {"cartpole", "guard.state", slot(foxrl::GuardState::weights_nonfinite), 3, "the flag must be 0 or 1"},
-      {"cartpole", "guard.state", slot(foxrl::GuardState::ring), nan, "a loss must be finite"},
+      {"cartpole", "guard.state", slot(foxrl::GuardState::ring), not_a_number, "a loss must be finite"},
       {"cartpole", "guard.state", slot(foxrl::GuardState::sorted), 1e30,
        "the sorted losses must be finite and ascending"},
-      {"cartpole", "guard.snapshot_online", 3, nan, "is nan: must be finite"},
+      {"cartpole", "guard.snapshot_online", 3, not_a_number, "is nan: must be finite"},
       {"cartpole", "guard.snapshot_adam_v", 0, -1, "must be finite and >= 0"},
       {"cartpole", "guard.snapshot_adam_step", 0, -1, "must be >= 0"},
   }));
@@ -222,7 +222,7 @@ TEST_CASE("the guard's loss window must hold losses and a sorted copy only in us
   double losses = 0;
   std::memcpy(&losses, s->data.data() + foxrl::GuardState::losses * sizeof(double), sizeof(double));
   REQUIRE(losses < foxrl::GuardState::window);
-  set_element(state, "guard.state", foxrl::GuardState::ring + foxrl::GuardState::window - 1, nan);
+  set_element(state, "guard.state", foxrl::GuardState::ring + foxrl::GuardState::window - 1, not_a_number);
   Trainer t(tiny_config("cartpole", dir));
   CHECK_NOTHROW(t.resume(dir));
   fs::remove_all(dir);
@@ -251,12 +251,12 @@ TEST_CASE("a learner checkpoint with a non-finite weight or moment is refused an
     std::string says;
   };
   const auto c = GENERATE(values<Case>({
-      {"online.trunk.0.weight", 7, nan, "element [1, 2] is nan: must be finite"},  // [8, 5]
+      {"online.trunk.0.weight", 7, not_a_number, "element [1, 2] is nan: must be finite"},  // [8, 5]
       {"online.head.bias", 1, inf, "element [1] is inf: must be finite"},
       {"target.trunk.2.weight", 0, -inf, "is -inf: must be finite"},
-      {"adam_m.head.weight", 2, nan, "must be finite"},
+      {"adam_m.head.weight", 2, not_a_number, "must be finite"},
       {"adam_v.trunk.0.bias", 3, -0.5, "is -0.5: must be finite and >= 0"},
-      {"adam_v.head.weight", 0, nan, "must be finite and >= 0"},
+      {"adam_v.head.weight", 0, not_a_number, "must be finite and >= 0"},
       {"adam.step", 0, -1, "negative counter -1"},
       {"learner.updates", 0, -4, "negative counter -4"},
   }));
@@ -281,7 +281,7 @@ TEST_CASE("a Policy refuses a run whose checkpoint holds a NaN weight", "[state]
   const std::string dir = copy_of_valid_run("market", "policy");
   const std::string checkpoint = dir + "/checkpoint.safetensors";
   CHECK_NOTHROW(foxrl::Policy<Exec>(context.space(), dir));
-  set_element(checkpoint, "online.head.weight", 4, nan);
+  set_element(checkpoint, "online.head.weight", 4, not_a_number);
   CHECK_THROWS_AS(foxrl::Policy<Exec>(context.space(), dir), foxrl::UsageError);
   CHECK_THROWS_WITH(foxrl::Policy<Exec>(context.space(), dir), Catch::Contains(checkpoint) &&
                                                                    Catch::Contains("tensor 'online.head.weight'") &&

@@ -125,6 +125,15 @@ TEMPLATE_TEST_CASE("two parameter sets and an optimizer state share one checkpoi
   foxrl::AdamOptimizer<Exec> adam(space, v_layout.total, foxrl::AdamHyper(), "foxrl::test::v");
   foxrl::kernels::init_weights(space, adam.m(), v_layout, 3, foxrl::InitScheme::torch_default);
   foxrl::kernels::init_weights(space, adam.v(), v_layout, 4, foxrl::InitScheme::xavier_uniform);
+  {
+    // Second moments are >= 0 (the reader refuses others): their magnitudes.
+    auto v_host = foxrl::test::flat_host(space, adam.v());
+    for (auto& x : v_host) x = std::abs(x);
+    Kokkos::deep_copy(space, adam.v(),
+                      Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                          v_host.data(), v_host.size()));
+    context.fence("test::abs_second_moments");
+  }
   Kokkos::deep_copy(space, adam.step(), std::int64_t(9));
 
   const std::string path = "/tmp/foxrl_test_" + std::to_string(::getpid()) + "_sets.safetensors";

@@ -102,10 +102,12 @@ class ExperienceCollector {
     }
   }
 
-  /// The device state: the n-step windows, then the episode statistics.
+  /// The device state: the n-step windows, then the episode statistics
+  /// (`h`: the push count, read before; it tells which window rows a
+  /// loaded state has written).
   template <class Archive>
-  void visit_state(Archive& a, const ExecSpace& space) {
-    nstep_.visit_state(a, space);
+  void visit_state(Archive& a, const ExecSpace& space, const HostState& h) {
+    nstep_.visit_state(a, space, h.nstep_pushed, env_.num_actions());
     stats_.visit_state(a, space);
   }
 

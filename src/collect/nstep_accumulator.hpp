@@ -13,7 +13,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace foxrl {
 
@@ -73,14 +75,28 @@ class NStepAccumulator {
 
  public:
   /// The n-step windows in a trainer state (nstep.*); the push count is
-  /// host state the collector saves. `a` is a StateWriter or StateReader.
+  /// host state the collector saves. `a` is a StateWriter or StateReader;
+  /// loading checks the rows the saved run wrote (min(steps_pushed, n):
+  /// the others were never written and are never read): actions below
+  /// `num_actions`, rewards finite, episode-end flags two bits.
   template <class Archive>
-  void visit_state(Archive& a, const ExecSpace& space) {
+  void visit_state(Archive& a, const ExecSpace& space, std::int64_t steps_pushed, int num_actions) {
     a.tensor(space, "nstep.observations", ring_.observations);
     a.tensor(space, "nstep.next_observations", ring_.next_observations);
     a.tensor(space, "nstep.actions", ring_.actions);
     a.tensor(space, "nstep.rewards", ring_.rewards);
     a.tensor(space, "nstep.episode_end", ring_.episode_end);
+    if constexpr (!Archive::saving) {
+      const std::int64_t written = (steps_pushed < n_ ? steps_pushed : n_) * std::int64_t(ring_.actions.extent(1));
+      a.template require_each<std::int32_t>(
+          "nstep.actions", written, [&](std::int32_t x) { return x >= 0 && x < num_actions; },
+          "must be an action in [0, " + std::to_string(num_actions) + ")");
+      a.template require_each<float>(
+          "nstep.rewards", written, [](float x) { return std::isfinite(x); }, "must be finite");
+      a.template require_each<std::uint8_t>(
+          "nstep.episode_end", written, [](std::uint8_t x) { return x <= 3; },
+          "must be 0-3 (bit 0 terminated, bit 1 truncated)");
+    }
   }
 };
 

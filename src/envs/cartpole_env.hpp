@@ -14,6 +14,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -112,7 +113,8 @@ class CartPoleEnv {
  public:
   /// The env's device state in a trainer state file (env.cartpole.*; the
   /// observations are VectorEnv's). `a` is a StateWriter, which queues
-  /// copies, or a StateReader, which checks and queues the restore.
+  /// copies, or a StateReader, which checks the tensors and their values
+  /// (state finite, episode step below the limit) and queues the restore.
   template <class Archive>
   void visit_state(Archive& a, const ExecSpace& space) {
     a.tensor(space, "env.cartpole.x", state_.x);
@@ -121,6 +123,15 @@ class CartPoleEnv {
     a.tensor(space, "env.cartpole.theta_dot", state_.theta_dot);
     a.tensor(space, "env.cartpole.episode_steps", state_.episode_steps);
     a.tensor(space, "env.cartpole.episodes", state_.episodes);
+    if constexpr (!Archive::saving) {
+      for (const char* name : {"env.cartpole.x", "env.cartpole.x_dot", "env.cartpole.theta", "env.cartpole.theta_dot"})
+        a.template require_each<float>(
+            name, -1, [](float x) { return std::isfinite(x); }, "must be finite");
+      const int max_steps = config_.max_episode_steps;
+      a.template require_each<std::int32_t>(
+          "env.cartpole.episode_steps", -1, [&](std::int32_t k) { return k >= 0 && k < max_steps; },
+          "must be in [0, max_episode_steps = " + std::to_string(max_steps) + ")");
+    }
   }
 };
 

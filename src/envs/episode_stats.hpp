@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -92,12 +93,20 @@ class EpisodeStats {
 
  public:
   /// The statistics in a trainer state (episodes.*): running returns, the
-  /// ring of finished returns, the count. `a` is a StateWriter or StateReader.
+  /// ring of finished returns, the count. `a` is a StateWriter or StateReader
+  /// (which checks the returns finite and the count >= 0).
   template <class Archive>
   void visit_state(Archive& a, const ExecSpace& space) {
     a.tensor(space, "episodes.running", running_);
     a.tensor(space, "episodes.ring", ring_);
     a.tensor(space, "episodes.count", count_);
+    if constexpr (!Archive::saving) {
+      const auto finite = [](float x) { return std::isfinite(x); };
+      a.template require_each<float>("episodes.running", -1, finite, "must be finite");
+      a.template require_each<float>("episodes.ring", -1, finite, "must be finite");
+      a.template require_each<std::int64_t>(
+          "episodes.count", -1, [](std::int64_t x) { return x >= 0; }, "must be >= 0");
+    }
   }
 };
 

@@ -8,14 +8,20 @@
 // Writing queues every device-to-host copy on the instance, fences once, and
 // writes the file atomically. Reading validates every tensor (present,
 // dtype, shape, nothing extra) before the first copy, so a bad file changes
-// nothing; errors are foxrl::Error naming the file and the tensor.
+// nothing; errors are foxrl::UsageError (a damaged or foreign file is bad
+// input) naming the file and the tensor. The components check the values
+// too (indices and counters in range, statistics finite) on the host bytes
+// the reader already holds, before apply(): a kernel never sees them
+// otherwise, and a large replay buffer is not copied twice.
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "core/validate.hpp"
 #include "io/safetensors.hpp"
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -81,6 +87,36 @@ auto host_alias(const View& view, void* bytes) {
 }
 
 }  // namespace detail
+
+/// The elements of one tensor's host bytes, read one at a time (the bytes
+/// of a tensor carry no alignment guarantee for T).
+template <class T>
+class TensorValues {
+ public:
+  explicit TensorValues(const safetensors::Tensor& t) : t_(&t) {}
+  std::int64_t size() const { return static_cast<std::int64_t>(t_->data.size() / sizeof(T)); }
+  T operator[](std::int64_t i) const {
+    T v;
+    std::memcpy(&v, t_->data.data() + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+    return v;
+  }
+  /// Element `i` as a multi-index ("[3, 1]"; "" for a scalar).
+  std::string index(std::int64_t i) const {
+    const auto& shape = t_->shape;
+    if (shape.empty()) return "";
+    std::vector<std::int64_t> at(shape.size());
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      at[d] = shape[d] > 0 ? i % shape[d] : 0;
+      i = shape[d] > 0 ? i / shape[d] : 0;
+    }
+    std::string s = "[";
+    for (std::size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
+    return s + "]";
+  }
+
+ private:
+  const safetensors::Tensor* t_;
+};
 
 /// Collects device Views as tensors and writes them as one safetensors file.
 template <class ExecSpace>
@@ -169,6 +205,37 @@ class StateReader {
   const std::map<std::string, std::string>& metadata() const { return file_.metadata; }
   const std::string& path() const { return path_; }
 
+  /// The host values of tensor `name`, already requested through tensor()
+  /// with value type T, for checks before apply().
+  template <class T>
+  TensorValues<T> values(const std::string& name) const {
+    const auto* t = file_.find(name);
+    if (t == nullptr || seen_.count(name) == 0 || t->dtype != detail::safetensors_dtype<T>())
+      throw LogicError("foxrl::StateReader::values: tensor '" + name + "' was not requested as " +
+                       detail::safetensors_dtype<T>());
+    return TensorValues<T>(*t);
+  }
+
+  /// Fails naming the first of the first `count` elements (-1: all) of
+  /// tensor `name` for which `ok(value)` is false:
+  /// "tensor 'replay.next_ref': element [17] is 9000: must be ...".
+  template <class T, class Ok>
+  void require_each(const std::string& name, std::int64_t count, Ok ok, const std::string& requirement) const {
+    const auto v = values<T>(name);
+    const std::int64_t n = count < 0 ? v.size() : std::min(count, v.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T x = v[i];
+      if (!ok(x)) fail_value(name, v.index(i), x, requirement);
+    }
+  }
+
+  /// Fails on tensor `name` holding `value` at `index` ("" for a scalar).
+  template <class T>
+  [[noreturn]] void fail_value(const std::string& name, const std::string& index, const T& value,
+                               const std::string& requirement) const {
+    fail(name, (index.empty() ? "" : "element " + index + " ") + "is " + format_value(value) + ": " + requirement);
+  }
+
   /// Fails on a tensor nobody asked for (call after the last request).
   void check_no_extra() const {
     for (const auto& t : file_.tensors)
@@ -184,7 +251,7 @@ class StateReader {
   }
 
   [[noreturn]] void fail(const std::string& tensor, const std::string& what) const {
-    throw Error("foxrl: trainer state '" + path_ + "': tensor '" + tensor + "': " + what);
+    throw UsageError("foxrl: trainer state '" + path_ + "': tensor '" + tensor + "': " + what);
   }
 
  private:

@@ -248,13 +248,39 @@ class MarketEnv {
 
  public:
   /// The env's device state in a trainer state file (env.market.*; the
-  /// observations are VectorEnv's). `a` is a StateWriter or StateReader.
+  /// observations are VectorEnv's). `a` is a StateWriter or StateReader
+  /// (which also runs check_state).
   template <class Archive>
   void visit_state(Archive& a, const ExecSpace& space) {
     a.tensor(space, "env.market.time", state_.time);
     a.tensor(space, "env.market.position", state_.position);
     a.tensor(space, "env.market.episode_steps", state_.episode_steps);
     a.tensor(space, "env.market.episodes", state_.episodes);
+    if constexpr (!Archive::saving) check_state(a);
+  }
+
+  /// Checks a loaded state before it reaches a kernel (the kernels index
+  /// the series with `time`): episode steps in [0, episode_length),
+  /// positions in {-1, 0, 1}, and every env's time its episode's start bar
+  /// (one the split draws from) plus its episode steps.
+  template <class Reader>
+  void check_state(const Reader& a) const {
+    const int length = config_.episode_length;
+    a.template require_each<std::int32_t>(
+        "env.market.episode_steps", -1, [&](std::int32_t k) { return k >= 0 && k < length; },
+        "must be in [0, episode_length = " + std::to_string(length) + ")");
+    a.template require_each<std::int32_t>(
+        "env.market.position", -1, [](std::int32_t p) { return p >= -1 && p <= 1; }, "must be -1, 0 or 1");
+    const auto time = a.template values<std::int32_t>("env.market.time");
+    const auto steps = a.template values<std::int32_t>("env.market.episode_steps");
+    const std::int64_t first = first_start_, last = first_start_ + std::int64_t(num_starts_) - 1;
+    for (std::int64_t i = 0; i < time.size(); ++i) {
+      const std::int64_t start = std::int64_t(time[i]) - steps[i];
+      if (start < first || start > last)
+        a.fail_value("env.market.time", time.index(i), time[i],
+                     "must be a start bar in [" + std::to_string(first) + ", " + std::to_string(last) +
+                         "] of the split plus env.market.episode_steps (" + std::to_string(steps[i]) + ")");
+    }
   }
 };
 

@@ -153,7 +153,9 @@ class SignalAdapter {
                        std::to_string(s.mean.size()) + ", m2 " + std::to_string(s.m2.size()));
     }
     for (std::size_t d = 0; d < n; ++d) {
-      if (!(s.count[d] >= 0) || !(s.m2[d] >= 0) || !std::isfinite(s.mean[d])) {
+      const bool ok = std::isfinite(s.count[d]) && s.count[d] >= 0 && std::isfinite(s.m2[d]) && s.m2[d] >= 0 &&
+                      std::isfinite(s.mean[d]);
+      if (!ok) {
         throw UsageError("SignalAdapter::import_state: feature " + std::to_string(d) +
                          " has invalid statistics (count " + std::to_string(s.count[d]) + ", mean " +
                          std::to_string(s.mean[d]) + ", m2 " + std::to_string(s.m2[d]) + ")");
@@ -203,8 +205,9 @@ class SignalAdapter {
  public:
   /// The statistics in a trainer state (normalizer.count, .mean, .m2 as
   /// float64 host vectors: exact). Saving: `s` = export_state() (fences),
-  /// written. Loading: `s` is read (dim() entries each); import_state(s)
-  /// then validates and installs it.
+  /// written. Loading: `s` is read (dim() entries each) and checked
+  /// (counts and M2 finite and >= 0, means finite; UsageError naming the
+  /// tensor); import_state(s) then installs it.
   template <class Archive>
   void visit_host_state(Archive& a, const ExecSpace& space, NormalizerState& s) const {
     if constexpr (Archive::saving) {
@@ -216,6 +219,13 @@ class SignalAdapter {
     a.host_vector("normalizer.count", s.count);
     a.host_vector("normalizer.mean", s.mean);
     a.host_vector("normalizer.m2", s.m2);
+    if constexpr (!Archive::saving) {
+      const auto finite_nonnegative = [](double x) { return std::isfinite(x) && x >= 0.0; };
+      a.template require_each<double>("normalizer.count", -1, finite_nonnegative, "must be finite and >= 0");
+      a.template require_each<double>(
+          "normalizer.mean", -1, [](double x) { return std::isfinite(x); }, "must be finite");
+      a.template require_each<double>("normalizer.m2", -1, finite_nonnegative, "must be finite and >= 0");
+    }
   }
 };
 

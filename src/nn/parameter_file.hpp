@@ -4,8 +4,9 @@
 // tensors): e.g. an IQL learner writes "v.", "q1.", "q2.", "policy." and
 // their Adam states into one safetensors file. Writing queues the device
 // copies on the instance, fences once and writes atomically; reading checks
-// the whole file into host buffers before commit() copies anything, so a bad
-// file changes nothing. Not for the hot path.
+// the whole file into host buffers (values included: weights and moments
+// finite, second moments >= 0, counters >= 0) before commit() copies
+// anything, so a bad file changes nothing. Not for the hot path.
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
@@ -113,17 +114,20 @@ class ParameterFileReader {
   ParameterFileReader(const std::string& path, const std::string& architecture) : reader_(path, architecture) {}
 
   /// Stages the set `prefix` (laid out by `layout`) for `to`.
-  void take(const std::string& prefix, const NetworkLayout& layout, const FlatParams<memory_space>& to) {
+  /// Every value must be finite (and >= 0 with Values::finite_nonnegative).
+  void take(const std::string& prefix, const NetworkLayout& layout, const FlatParams<memory_space>& to,
+            TensorReader::Values values = TensorReader::Values::finite) {
     if (to.extent(0) != layout.total)
       throw LogicError("foxrl::ParameterFileReader: a flat buffer of " + std::to_string(to.extent(0)) +
                        " floats for layout " + layout.describe());
-    staged_.push_back({reader_.parameters(prefix, layout), to});
+    staged_.push_back({reader_.parameters(prefix, layout, values), to});
   }
   void take(const std::string& prefix, const ParameterSet<memory_space>& set) { take(prefix, set.layout, set.flat); }
-  /// Stages the moments and step counter of `adam`.
+  /// Stages the moments (finite; the second >= 0) and step counter (>= 0)
+  /// of `adam`.
   void take(const AdamTensorNames& names, const NetworkLayout& layout, const AdamOptimizer<ExecSpace>& adam) {
     take(names.m, layout, adam.m());
-    take(names.v, layout, adam.v());
+    take(names.v, layout, adam.v(), TensorReader::Values::finite_nonnegative);
     steps_.push_back({reader_.counter(names.step), adam.step()});
   }
   /// A host counter (checked now).

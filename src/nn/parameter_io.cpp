@@ -1,7 +1,9 @@
 #include "nn/parameter_io.hpp"
 
 #include "core/error.hpp"
+#include "core/validate.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -36,10 +38,10 @@ TensorReader::TensorReader(const std::string& path, std::string architecture)
     : path_(path), architecture_(std::move(architecture)), file_(safetensors::read(path)) {}
 
 void TensorReader::fail(const std::string& tensor, const std::string& what) const {
-  throw Error("foxrl: checkpoint '" + path_ + "': tensor '" + tensor + "': " + what);
+  throw UsageError("foxrl: checkpoint '" + path_ + "': tensor '" + tensor + "': " + what);
 }
 
-std::vector<float> TensorReader::parameters(const std::string& prefix, const NetworkLayout& layout) {
+std::vector<float> TensorReader::parameters(const std::string& prefix, const NetworkLayout& layout, Values values) {
   std::vector<float> flat(layout.total, 0.0f);
   for (int l = 0; l < layout.num_layers; ++l) {
     const auto& s = layout.layers[l];
@@ -56,7 +58,19 @@ std::vector<float> TensorReader::parameters(const std::string& prefix, const Net
       if (t->shape != shape)
         fail(name, "shape " + shape_string(t->shape) + ", expected " + shape_string(shape) + " (architecture " +
                        architecture_ + ")");
-      std::memcpy(flat.data() + offsets[k], t->data.data(), t->data.size());
+      float* out = flat.data() + offsets[k];
+      std::memcpy(out, t->data.data(), t->data.size());
+      const std::size_t n = t->data.size() / sizeof(float);
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool ok = std::isfinite(out[i]) && (values == Values::finite || out[i] >= 0.0f);
+        if (!ok) {
+          const std::size_t cols = shape.size() == 2 ? static_cast<std::size_t>(shape[1]) : 0;
+          const std::string at =
+              cols > 0 ? std::to_string(i / cols) + ", " + std::to_string(i % cols) : std::to_string(i);
+          fail(name, "element [" + at + "] is " + format_value(out[i]) + ": must be finite" +
+                         (values == Values::finite ? "" : " and >= 0"));
+        }
+      }
     }
   }
   return flat;

@@ -4,9 +4,10 @@
 // like PyTorch's state_dict ("<prefix>.trunk.0.weight" [out, in],
 // "<prefix>.trunk.0.bias", ..., "<prefix>.head.weight", "<prefix>.head.bias"),
 // so one file can hold several networks and their optimizer states. The
-// reader checks every tensor it hands out (present, dtype, shape) and, at
-// the end, that the file holds nothing else; errors are foxrl::Error naming
-// the file and the tensor.
+// reader checks every tensor it hands out (present, dtype, shape, values
+// finite, and >= 0 where asked) and, at the end, that the file holds
+// nothing else; errors are foxrl::UsageError (a damaged or foreign file is
+// bad input) naming the file, the tensor and the offending element.
 
 #include "io/safetensors.hpp"
 #include "views/nn/network_layout.hpp"
@@ -31,9 +32,15 @@ class TensorReader {
   /// about missing or misshapen tensors (e.g. layout.describe()).
   TensorReader(const std::string& path, std::string architecture);
 
+  /// What parameters() requires of every value.
+  enum class Values {
+    finite,              ///< weights, biases, first moments
+    finite_nonnegative,  ///< second moments (Adam's v)
+  };
   /// The parameter set under `prefix` as a flat buffer of layout.total
-  /// floats (gaps zero).
-  std::vector<float> parameters(const std::string& prefix, const NetworkLayout& layout);
+  /// floats (gaps zero); every value finite (and >= 0 with
+  /// Values::finite_nonnegative), so no NaN reaches a kernel.
+  std::vector<float> parameters(const std::string& prefix, const NetworkLayout& layout, Values values = Values::finite);
   /// An I64 scalar counter (>= 0).
   std::int64_t counter(const std::string& name);
   /// Throws if the file holds a tensor nobody took.

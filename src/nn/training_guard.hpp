@@ -19,6 +19,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,6 +75,7 @@ template <class MemorySpace>
 struct GuardedBuffer {
   std::string name;
   FlatParams<MemorySpace> view;
+  bool nonnegative = false;  ///< its values are >= 0 (a second moment): checked when a state is loaded
 };
 
 /// The guard over a list of flat parameter buffers of one length (e.g. a
@@ -107,9 +109,10 @@ class TrainingGuard {
     state_ = state_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::state"), GuardState::count);
     Kokkos::deep_copy(space, Kokkos::subview(state_, int(GuardState::lr_scale)), 1.0);
     for (const auto& b : buffers)
-      saved_.push_back(
-          {b.name, FlatParams<memory_space>(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_" + b.name),
-                                            b.view.extent(0))});
+      saved_.push_back({b.name,
+                        FlatParams<memory_space>(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_" + b.name),
+                                                 b.view.extent(0)),
+                        b.nonnegative});
     snapshot_step_ = step_view(Kokkos::view_alloc(space, "foxrl::TrainingGuard::snapshot_step"));
   }
 
@@ -189,6 +192,51 @@ class TrainingGuard {
     a.tensor(space, "guard.state", state_);
     for (const auto& b : saved_) a.tensor(space, "guard.snapshot_" + b.name, b.view);
     a.tensor(space, "guard.snapshot_adam_step", snapshot_step_);
+    if constexpr (!Archive::saving) check_state(a);
+  }
+
+  /// Checks a loaded state before a kernel reads it (the loss window's
+  /// length and ring position index the state): verdict one of the
+  /// Verdict values, learning-rate scale in [0, 1], counters whole numbers
+  /// >= 0, the window's losses finite and its sorted copy ascending,
+  /// snapshots finite (>= 0 where the buffer is nonnegative), snapshot
+  /// step >= 0.
+  template <class Reader>
+  void check_state(const Reader& a) const {
+    const char* name = "guard.state";
+    const auto s = a.template values<double>(name);
+    const auto whole = [](double x, double lo, double hi) { return x >= lo && x <= hi && x == std::floor(x); };
+    const auto require = [&](int slot, bool ok, const std::string& what) {
+      if (!ok) a.fail_value(name, s.index(slot), s[slot], what);
+    };
+    require(GuardState::verdict, whole(s[GuardState::verdict], GuardState::apply, GuardState::restore),
+            "the verdict must be 0 (apply), 1 (skip) or 2 (restore)");
+    require(GuardState::lr_scale, s[GuardState::lr_scale] >= 0.0 && s[GuardState::lr_scale] <= 1.0,
+            "the learning-rate scale must be in [0, 1]");
+    const double big = 9007199254740992.0;  // 2^53: every count below is exact in a double
+    for (int slot : {int(GuardState::consecutive_bad), int(GuardState::rejected), int(GuardState::nonfinite),
+                     int(GuardState::spikes), int(GuardState::restores), int(GuardState::snapshots)})
+      require(slot, whole(s[slot], 0, big), "a counter must be a whole number >= 0");
+    require(GuardState::losses, whole(s[GuardState::losses], 0, GuardState::window),
+            "the window's loss count must be a whole number in [0, " + std::to_string(GuardState::window) + "]");
+    require(GuardState::ring_next, whole(s[GuardState::ring_next], 0, GuardState::window - 1),
+            "the ring position must be a whole number in [0, " + std::to_string(GuardState::window) + ")");
+    require(GuardState::weights_nonfinite, whole(s[GuardState::weights_nonfinite], 0, 1), "the flag must be 0 or 1");
+    const int losses = static_cast<int>(s[GuardState::losses]);
+    for (int k = 0; k < losses; ++k) {
+      require(GuardState::ring + k, std::isfinite(s[GuardState::ring + k]), "a loss must be finite");
+      const int at = GuardState::sorted + k;
+      require(at, std::isfinite(s[at]) && (k == 0 || s[at] >= s[at - 1]),
+              "the sorted losses must be finite and ascending");
+    }
+    for (const auto& b : saved_) {
+      const bool nonnegative = b.nonnegative;
+      a.template require_each<float>(
+          "guard.snapshot_" + b.name, -1, [&](float x) { return std::isfinite(x) && (!nonnegative || x >= 0.0f); },
+          nonnegative ? "must be finite and >= 0" : "must be finite");
+    }
+    a.template require_each<std::int64_t>(
+        "guard.snapshot_adam_step", -1, [](std::int64_t x) { return x >= 0; }, "must be >= 0");
   }
 };
 

@@ -16,6 +16,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -390,8 +391,10 @@ class ReplayBuffer {
   /// up to the successors written n*N rows ahead of the pointer, the slot
   /// arrays of filled slots, the boundary rows handed out, owners, sum
   /// tree and maximum priority. The insert's evicted-slot list is scratch.
+  /// Loading also checks the values (check_state) before anything is
+  /// copied; `num_actions` bounds the stored actions.
   template <class Archive>
-  void visit_state(Archive& a, const ExecSpace& space, const HostState& h) {
+  void visit_state(Archive& a, const ExecSpace& space, const HostState& h, int num_actions) {
     const auto& lay = layout_;
     const auto& st = storage_;
     const std::int64_t slots = std::min(h.inserted, lay.capacity);
@@ -409,8 +412,89 @@ class ReplayBuffer {
     a.tensor(space, "replay.max_priority", st.max_priority);
     a.tensor(space, "replay.teams_done", st.teams_done);
     a.tensor(space, "replay.batch_min_mass", st.batch_min_mass);
+    if constexpr (!Archive::saving) check_state(a, h, num_actions);
   }
 
+  /// Checks the values of a loaded state (on the reader's host bytes) that
+  /// kernels use as indices or masses: actions below `num_actions`,
+  /// next_ref a boundary row in use or a marker, owners and counters in
+  /// range, priorities finite and positive, the sum tree consistent, the
+  /// sampler's cross-team scalars idle. UsageError naming the tensor.
+  template <class Reader>
+  void check_state(const Reader& a, const HostState& h, int num_actions) const {
+    const auto& lay = layout_;
+    const std::int64_t slots = std::min(h.inserted, lay.capacity);
+    const std::int64_t pool = std::min(lay.boundary_capacity, h.boundary_rows);
+    a.template require_each<std::int32_t>(
+        "replay.actions", -1, [&](std::int32_t x) { return x >= 0 && x < num_actions; },
+        "must be an action in [0, " + std::to_string(num_actions) + ")");
+    a.template require_each<float>(
+        "replay.rewards", -1, [](float x) { return std::isfinite(x); }, "must be finite");
+    a.template require_each<float>(
+        "replay.discounts", -1, [](float x) { return x >= 0.0f && x <= 1.0f; }, "must be in [0, 1]");
+    a.template require_each<std::int32_t>(
+        "replay.next_ref", -1,
+        [&](std::int32_t r) {
+          return r == replay_next_is_successor || r == replay_next_evicted || (r >= 0 && r < pool);
+        },
+        "must be -1 (successor), -2 (evicted) or a boundary row below the " + std::to_string(pool) + " rows in use");
+    a.template require_each<std::int64_t>(
+        "replay.boundary_owner", -1, [&](std::int64_t g) { return g >= -1 && g < h.inserted; },
+        "must be -1 (free) or a transition below replay.inserted = " + std::to_string(h.inserted));
+    a.template require_each<std::int64_t>(
+        "replay.boundary_head", -1, [&](std::int64_t x) { return x == h.boundary_rows; },
+        "must equal replay.boundary_rows = " + std::to_string(h.boundary_rows));
+    a.template require_each<std::int64_t>(
+        "replay.boundary_evictions", -1, [&](std::int64_t x) { return x >= 0 && x <= h.inserted; },
+        "must be in [0, replay.inserted = " + std::to_string(h.inserted) + "]");
+    a.template require_each<float>(
+        "replay.max_priority", -1, [](float x) { return std::isfinite(x) && x > 0.0f; }, "must be finite and > 0");
+    a.template require_each<std::int32_t>(
+        "replay.teams_done", -1, [](std::int32_t x) { return x == 0; }, "must be 0 between launches");
+    const std::int32_t idle = kernels::replay_idle_batch_min_mass();
+    a.template require_each<std::int32_t>(
+        "replay.batch_min_mass", -1, [&](std::int32_t x) { return x == idle; },
+        "must be " + std::to_string(idle) + " between launches");
+    check_tree(a, slots);
+  }
+
+ private:
+  /// Leaves: finite, >= 0, zero past the filled slots and at evicted slots;
+  /// every node the sum of its K children (up to float rounding: 1e-4 of
+  /// the sum covers any order of K additions); padding zero.
+  template <class Reader>
+  void check_tree(const Reader& a, std::int64_t slots) const {
+    const char* name = "replay.tree";
+    const auto& shape = layout_.tree_shape;
+    const auto tree = a.template values<float>(name);
+    const auto next_ref = a.template values<std::int32_t>("replay.next_ref");
+    const auto padded = [&](int level) { return level + 1 < shape.levels ? shape.offset[level + 1] : shape.size; };
+    for (std::int64_t i = 0; i < padded(0); ++i) {
+      const float x = tree[i];
+      if (i < slots) {
+        if (!(std::isfinite(x) && x >= 0.0f)) a.fail_value(name, tree.index(i), x, "a leaf must be finite and >= 0");
+        if (next_ref[i] == replay_next_evicted && x != 0.0f)
+          a.fail_value(name, tree.index(i), x, "the leaf of an evicted slot must be 0");
+      } else if (x != 0.0f) {
+        a.fail_value(name, tree.index(i), x, "the leaf of an empty slot must be 0");
+      }
+    }
+    for (int level = 1; level < shape.levels; ++level) {
+      for (std::int64_t i = shape.offset[level]; i < padded(level); ++i) {
+        const std::int64_t node = i - shape.offset[level];
+        double sum = 0.0;
+        if (node < shape.nodes[level])
+          for (int j = 0; j < sum_tree_fanout; ++j) sum += tree[shape.offset[level - 1] + node * sum_tree_fanout + j];
+        const float x = tree[i];
+        if (!(std::abs(static_cast<double>(x) - sum) <= 1e-4 * sum))
+          a.fail_value(name, tree.index(i), x,
+                       "a node of level " + std::to_string(level) + " must be the sum of its children (" +
+                           format_value(sum) + ")");
+      }
+    }
+  }
+
+ public:
   /// After the reader applied visit_state's copies: the next insert and
   /// sample continue the saved run's slots and RNG stream.
   void restore_host_state(const HostState& h) {

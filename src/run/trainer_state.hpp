@@ -100,8 +100,8 @@ void visit_trainer_state(Archive& a, const ExecSpace& space, const TrainerParts<
   }
 
   p.env->visit_state(a, space);
-  p.replay->visit_state(a, space, h.replay);
-  p.collector->visit_state(a, space);
+  p.replay->visit_state(a, space, h.replay, p.env->num_actions());
+  p.collector->visit_state(a, space, h.collector);
   if (p.guard != nullptr) p.guard->visit_state(a, space);
 }
 
@@ -124,10 +124,12 @@ void save_trainer_state(const ExecSpace& space, const std::string& path, const T
   w.write(space, path);
 }
 
-/// Reads `path` into the components (everything validated before the
-/// first copy; foxrl::Error naming the file and tensor otherwise) and
-/// returns the trainer's counters (and, if asked, the file's metadata).
-/// Fences.
+/// Reads `path` into the components and returns the trainer's counters
+/// (and, if asked, the file's metadata). Everything is validated before the
+/// first copy: checksums, tensors present with their dtype and shape, and
+/// their values as each component checks them (indices and counters in
+/// range, statistics finite); UsageError naming the file, the tensor and the
+/// value otherwise. Fences.
 template <class ExecSpace>
 TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& path, const TrainerParts<ExecSpace>& p,
                                    std::map<std::string, std::string>* metadata = nullptr) {

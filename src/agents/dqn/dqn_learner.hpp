@@ -156,10 +156,12 @@ class DqnLearner {
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, online_.flat, layout_, config_.seed, config_.init);
     Kokkos::deep_copy(space, target_.params().flat, online_.flat);
-    guard_ = TrainingGuard<ExecSpace>(
-        space,
-        {{"online", online_.flat}, {"target", target_.params().flat}, {"adam_m", adam_.m()}, {"adam_v", adam_.v()}},
-        adam_.step(), config_.guard);
+    guard_ = TrainingGuard<ExecSpace>(space,
+                                      {{"online", online_.flat},
+                                       {"target", target_.params().flat},
+                                       {"adam_m", adam_.m()},
+                                       {"adam_v", adam_.v(), true}},
+                                      adam_.step(), config_.guard);
     guard_.snapshot(space, true);
   }
 
@@ -325,8 +327,9 @@ class DqnLearner {
 
   /// Replaces online, target, Adam moments and counters with the contents
   /// of `path` and returns the file's metadata. The file is validated
-  /// completely first (checksums included); on any error (foxrl::Error
-  /// naming the file, tensor and problem) nothing changes.
+  /// completely first (checksums; weights and moments finite); on any
+  /// error (foxrl::UsageError naming the file, tensor and problem) nothing
+  /// changes.
   std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) {
     ParameterFileReader<ExecSpace> file(path, layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;

@@ -115,8 +115,8 @@ TEST_CASE("safetensors files carry a checksum per tensor, verified on read", "[c
     write_bytes(path, damaged);
     CHECK_THROWS_AS(foxrl::safetensors::read(path), foxrl::UsageError);
     CHECK_THROWS_WITH(foxrl::safetensors::read(path), Catch::Contains(path) &&
-                                                           Catch::Contains("tensor '" + tensor + "'") &&
-                                                           Catch::Contains("checksum mismatch"));
+                                                          Catch::Contains("tensor '" + tensor + "'") &&
+                                                          Catch::Contains("checksum mismatch"));
   }
   // A checksum dropped from the header (same length, other key): refused.
   std::string renamed = bytes;
@@ -166,10 +166,13 @@ TEST_CASE("checkpoint generations are published whole, the newest K kept", "[che
 
   // A writer that fails publishes nothing; its staging directory is a
   // stale temporary, as are "<file>.tmp.<pid>" files.
-  CHECK_THROWS(store.publish(5, [](const std::string& d) {
-    write_bytes(d + "/checkpoint.json", "half");
-    throw foxrl::Error("disk full");
-  }, 2));
+  CHECK_THROWS(store.publish(
+      5,
+      [](const std::string& d) {
+        write_bytes(d + "/checkpoint.json", "half");
+        throw foxrl::Error("disk full");
+      },
+      2));
   CHECK(store.generations().size() == 2);
   CHECK(store.generations()[0].epoch == 4);
   write_bytes(dir + "/train.log.tmp.12345", "partial");

@@ -38,8 +38,8 @@ std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
   std::uint32_t c = ~crc;
   while (size >= 8) {
     // Bytes in stream order, independent of the host's byte order.
-    const std::uint32_t lo = c ^ (std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-                                  std::uint32_t(p[3]) << 24);
+    const std::uint32_t lo =
+        c ^ (std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24);
     c = t[7][lo & 0xffu] ^ t[6][(lo >> 8) & 0xffu] ^ t[5][(lo >> 16) & 0xffu] ^ t[4][lo >> 24] ^ t[3][p[4]] ^
         t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
     p += 8;

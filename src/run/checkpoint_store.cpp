@@ -86,8 +86,8 @@ std::vector<CheckpointGeneration> CheckpointStore::generations() const {
 
 std::string CheckpointStore::publish(std::int64_t epoch, const std::function<void(const std::string&)>& write,
                                      int keep) const {
-  if (epoch < 0 || keep < 1) throw LogicError("CheckpointStore::publish: epoch " + std::to_string(epoch) + ", keep " +
-                                              std::to_string(keep));
+  if (epoch < 0 || keep < 1)
+    throw LogicError("CheckpointStore::publish: epoch " + std::to_string(epoch) + ", keep " + std::to_string(keep));
   std::error_code ec;
   if (!fs::is_directory(checkpoints_dir(), ec)) {
     fs::create_directories(checkpoints_dir(), ec);

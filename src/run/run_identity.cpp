@@ -39,9 +39,9 @@ std::string RunIdentity::new_run_id() {
   // checks, the crash campaign); it must still look like an id.
   if (const char* fixed = std::getenv("FOXRL_RUN_ID")) {
     const std::string id = fixed;
-    const bool plain = !id.empty() && id.size() <= 64 &&
-                       id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") ==
-                           std::string::npos;
+    const bool plain =
+        !id.empty() && id.size() <= 64 &&
+        id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == std::string::npos;
     if (!plain) throw UsageError("FOXRL_RUN_ID must be 1 to 64 letters, digits, '_' or '-'");
     return id;
   }
@@ -73,8 +73,8 @@ void RunIdentity::check_metadata(const std::map<std::string, std::string>& metad
                      config_hash);
   }
   if (value(epoch_key) != std::to_string(epoch)) {
-    throw UsageError(path + ": from the checkpoint of epoch " + value(epoch_key).substr(0, 32) +
-                     ", not of epoch " + std::to_string(epoch) + " like the rest of its checkpoint");
+    throw UsageError(path + ": from the checkpoint of epoch " + value(epoch_key).substr(0, 32) + ", not of epoch " +
+                     std::to_string(epoch) + " like the rest of its checkpoint");
   }
 }
 

@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
+#include "core/kernel_check.hpp"
 #include "envs/rollout.hpp"
 #include "market/market_data.hpp"
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
 
   try {
     Kokkos::ScopeGuard kokkos;
+    foxrl::KernelCheck::install_from_environment();  // FOXRL_CHECK_KERNELS=1: name a failing kernel
     for (const auto& command : {train, evaluate, infer, collect, info}) {
       if (const int rc = command(); rc >= 0) return rc;
     }

@@ -1,7 +1,9 @@
 #include "run/training_run.hpp"
 
 #include "config/resume_check.hpp"
+#include "core/device_memory.hpp"
 #include "core/error.hpp"
+#include "core/kernel_check.hpp"
 #include "io/atomic_file.hpp"
 #include "io/svg_chart.hpp"
 #include "run/checkpoint_store.hpp"
@@ -124,6 +126,38 @@ std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_
   return kept;
 }
 
+/// `what` on one line: Kokkos' allocation messages carry blank lines, runs
+/// of spaces and a note about tracebacks.
+std::string plain_message(std::string what) {
+  const std::string noise = "Traceback functionality not available";
+  for (auto at = what.find(noise); at != std::string::npos; at = what.find(noise)) what.erase(at, noise.size());
+  std::string out;
+  for (const char c : what) {
+    const char d = (c == '\n' || c == '\t') ? ' ' : c;
+    if (d == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += d;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+/// A failure while the trainer allocates its state, said with what the
+/// config asks for and what the memory has.
+Error setup_failure(const TrainConfig& config, const std::exception& e) {
+  const RunSpec spec = run_spec(config);
+  const double replay_floor = double(config.buffer_capacity) * spec.obs_dim * sizeof(float);
+  const MemoryInfo memory = default_memory_info();
+  std::string text = "setting up the run failed: " + plain_message(e.what()) +
+                     "\n  the replay buffer alone needs at least " + format_bytes(replay_floor) + " (buffer_capacity " +
+                     std::to_string(config.buffer_capacity) + " x " + std::to_string(spec.obs_dim) +
+                     " features x 4 bytes)";
+  if (memory.known) {
+    text += "; " + memory.where + " has " + format_bytes(double(memory.free_bytes)) + " free of " +
+            format_bytes(double(memory.total_bytes));
+  }
+  return Error(text + "\n  lower buffer_capacity, num_envs or the network size, or use a larger device");
+}
+
 }  // namespace
 
 /// The run directory's lock and append-only sinks.
@@ -159,13 +193,23 @@ void TrainingRun::say(const std::string& line) {
   }
 }
 
+std::unique_ptr<DqnTrainer<TrainingRun::ExecSpace>> TrainingRun::make_trainer() const {
+  try {
+    return std::make_unique<DqnTrainer<ExecSpace>>(config_);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // allocation failures (Kokkos throws std::runtime_error or bad_alloc)
+    throw setup_failure(config_, e);
+  }
+}
+
 RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) {
   const auto generations = store.generations();
   std::string problems;
   for (std::size_t i = 0; i < generations.size(); ++i) {
     const auto& g = generations[i];
     try {
-      if (!trainer_) trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config_);
+      if (!trainer_) trainer_ = make_trainer();
       const RunManifest manifest = trainer_->resume(g.path);
       // Newer generations that failed are set aside, never read again (the
       // resumed run writes its own generations of those epochs).
@@ -184,6 +228,29 @@ RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) 
     }
   }
   throw UsageError("--resume: no usable checkpoint in " + config_.out_dir + ": " + problems);
+}
+
+EpochRecord TrainingRun::run_one_epoch(std::int64_t checkpointed) {
+  try {
+    return trainer_->run_epoch();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A device error (reported at a synchronisation, after its kernel) or
+    // an allocation failure: the device state is not to be trusted, so no
+    // checkpoint is written from it; the logs are flushed and the last
+    // checkpoint stays as it was.
+    files_->log.flush();
+    files_->metrics.flush();
+    const std::string kernel = KernelCheck::last_kernel();
+    throw Error(
+        "epoch " + std::to_string(trainer_->epoch() + 1) + " failed: " + plain_message(e.what()) +
+        (kernel.empty() ? "" : " (last kernel launched: '" + kernel + "')") + "\n  " +
+        (checkpointed > 0 ? "the checkpoint of epoch " + std::to_string(checkpointed) + " in " + config_.out_dir +
+                                " is intact: continue with --resume"
+                          : std::string("no checkpoint was written yet")) +
+        (KernelCheck::installed() ? std::string() : "; rerun with FOXRL_CHECK_KERNELS=1 to name the failing kernel"));
+  }
 }
 
 TrainingSummary TrainingRun::run() {
@@ -209,7 +276,7 @@ TrainingSummary TrainingRun::run() {
   if (!resume_) prepare_fresh_directory(config.out_dir, overwrite_);
   TrainingSummary summary;
 
-  if (!resume_) trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config);
+  if (!resume_) trainer_ = make_trainer();
   say("foxrl " FOXRL_VERSION " train: " + std::string(env_kind_name(config.env)) + " on " + ExecSpace::name() + ", " +
       std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed));
   if (resume_) {
@@ -244,8 +311,9 @@ TrainingSummary TrainingRun::run() {
   files_->pending.clear();
   write_file_atomically(config.out_dir + "/config.json", config.to_json() + "\n");
 
+  std::int64_t checkpointed = trainer.epoch();
   for (std::int64_t e = trainer.epoch(); e < config.epochs; ++e) {
-    const auto record = trainer.run_epoch();
+    const auto record = run_one_epoch(checkpointed);
     summary.epochs.push_back(record);
     say(format_epoch_log(record));
     files_->metrics << epoch_json(record) << std::endl;
@@ -262,6 +330,7 @@ TrainingSummary TrainingRun::run() {
       store.publish(
           record.epoch, [&](const std::string& dir) { trainer.save_checkpoint(dir, log_bytes); },
           static_cast<int>(config.keep_checkpoints));
+      checkpointed = record.epoch;
     }
     if (summary.solved) {
       say("solved: mean return of the last 100 episodes " + std::to_string(record.mean_return_last_100) +

@@ -90,6 +90,12 @@ class TrainingRun {
   /// trainer, falling back to older ones (with a warning; the failed ones
   /// are set aside); UsageError listing why each failed if none does.
   RunManifest resume_newest_generation(const CheckpointStore& store);
+  /// A trainer for config_; an allocation failure becomes an Error with the
+  /// sizes asked for and the memory available.
+  std::unique_ptr<DqnTrainer<ExecSpace>> make_trainer() const;
+  /// One epoch; a failure that is not foxrl's own (a device error) becomes
+  /// an Error saying which checkpoint is intact and how to name the kernel.
+  EpochRecord run_one_epoch(std::int64_t checkpointed);
 
   TrainConfig config_;
   bool resume_;

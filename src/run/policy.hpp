@@ -48,7 +48,7 @@ class Policy {
     if (manifest_.has_normalizer) {
       adapter_ = make_adapter(space, spec_);
       if (!adapter_) throw UsageError(run_dir + "/checkpoint.json: a normalizer, but the env does not normalise");
-      adapter_->import_state(space, manifest_.normalizer);
+      adapter_->import_state(space, manifest_.normalizer, run_dir + "/checkpoint.json");
       adapter_->set_frozen(true);
     }
     normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::normalized"),

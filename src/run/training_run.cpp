@@ -3,6 +3,7 @@
 #include "config/resume_check.hpp"
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/output_dir.hpp"
 #include "io/svg_chart.hpp"
 #include "run/run_manifest.hpp"
 
@@ -121,7 +122,7 @@ TrainingSummary TrainingRun::run() {
     check_resume_compatible(saved.config, config, config.out_dir + "/checkpoint.json");
   }
   if (!resume_) prepare_fresh_directory(config.out_dir, overwrite_);
-  std::filesystem::create_directories(config.out_dir);
+  prepare_output_directory(config.out_dir, "out_dir");
   TrainingSummary summary;
   if (resume_) summary.epochs = keep_metrics_until(config.out_dir + "/metrics.jsonl", saved.epoch);
   files_ = std::make_unique<Files>();

@@ -57,6 +57,10 @@ if(NOT records EQUAL 1)
   message(FATAL_ERROR "--overwrite left ${records} epoch records in metrics.jsonl, expected 1")
 endif()
 file(REMOVE_RECURSE ${run_dir})
-# A runtime failure (the output cannot be written) is exit 1.
-expect(1 collect --set env=cartpole --set num_envs=2 --steps 10 --out /nonexistent-dir/x.safetensors)
+# An output that cannot be placed (a file where its directory should be)
+# is bad input, exit 2; a write that fails at run time is exit 1.
+expect(2 collect --set env=cartpole --set num_envs=2 --steps 10 --out ${ACTIONS}/x.safetensors)
+if(EXISTS /dev/full)
+  expect(1 rollout --env cartpole --actions ${ACTIONS} --out /dev/full)
+endif()
 message("exit codes: ok")

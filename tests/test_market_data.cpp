@@ -24,9 +24,9 @@ std::string line_tag(std::size_t line) {
   return s;
 }
 
-std::string load_error(const std::string& path) {
+std::string load_error(const std::string& path, const foxrl::LoadOptions& options = {}) {
   try {
-    foxrl::load_market_csv(path);
+    foxrl::load_market_csv(path, options);
   } catch (const foxrl::UsageError& e) {
     return e.what();
   }
@@ -192,8 +192,17 @@ TEST_CASE("every shared data file loads, and corrupted copies fail naming the li
   foxrl::test::TempDir dir;
   for (const auto& file : files) {
     INFO(file);
+    // Known bad ticks: the loader refuses them by default, naming the row.
+    foxrl::LoadOptions options;
+    if (file.filename() == "btcusd_daily.csv") {
+      // 2017-04-15: high 1190.99, low 0.06.
+      CHECK_THAT(load_error(file.string()), Catch::Contains(line_tag(2069)) && Catch::Contains("column 3 (high)") &&
+                                                Catch::Contains("low '0.06'") &&
+                                                Catch::Contains("allow_implausible_bars"));
+      options.allow_implausible_bars = true;
+    }
     foxrl::LoadReport report;
-    const auto s = foxrl::load_market_csv(file.string(), {}, &report);
+    const auto s = foxrl::load_market_csv(file.string(), options, &report);
     CHECK(s.size() > 1000);
     CHECK(report.rows_skipped() == 0);
     const auto lines = read_lines(file.string());
@@ -223,12 +232,12 @@ TEST_CASE("every shared data file loads, and corrupted copies fail naming the li
 
     const std::string non_numeric = dir.write(
         "non_numeric.csv", join(with_line(mid, f[0] + "," + f[1] + ",12x.5," + f[3] + "," + f[4] + "," + f[5])));
-    std::string msg = load_error(non_numeric);
+    std::string msg = load_error(non_numeric, options);
     CHECK_THAT(msg, Catch::Contains(mid_line) && Catch::Contains("'12x.5'") && Catch::Contains("high"));
 
     const std::string high_low = dir.write(
         "high_low.csv", join(with_line(mid, f[0] + "," + f[1] + "," + f[3] + "," + f[2] + "," + f[4] + "," + f[5])));
-    msg = load_error(high_low);
+    msg = load_error(high_low, options);
     // Swapping high and low of a bar with a range makes high < low; a flat
     // bar stays valid, so the message is checked only for real ranges.
     if (std::stod(f[2]) > std::stod(f[3])) {
@@ -237,15 +246,69 @@ TEST_CASE("every shared data file loads, and corrupted copies fail naming the li
 
     auto dup = lines;
     dup[mid + 1] = f[0] + dup[mid + 1].substr(dup[mid + 1].find(','));
-    msg = load_error(dir.write("duplicate.csv", join(dup)));
+    msg = load_error(dir.write("duplicate.csv", join(dup)), options);
     CHECK_THAT(
         msg, Catch::Contains(line_tag(mid + 2)) && Catch::Contains("duplicates") && Catch::Contains("'" + f[0] + "'"));
 
     auto truncated = lines;
     const std::string last = truncated.back();
     truncated.back() = last.substr(0, last.rfind(','));  // drop the last field
-    msg = load_error(dir.write("truncated.csv", join(truncated, false)));
+    msg = load_error(dir.write("truncated.csv", join(truncated, false)), options);
     CHECK_THAT(msg, Catch::Contains(line_tag(lines.size())) && Catch::Contains("expected 6 fields") &&
                         Catch::Contains("found 5"));
   }
+}
+
+TEST_CASE("loader refuses implausible bars naming the row, unless allowed", "[market_data]") {
+  foxrl::test::TempDir dir;
+  const std::string header = "timestamp,open,high,low,close,volume\n";
+  const std::string good = "2020-01-01,10,11,9,10.5,100\n";
+  // high 1e300 and low 1e-300 pass every per-field check and used to
+  // poison a run that still exited 0.
+  const std::string huge = dir.write("huge.csv", header + good + "2020-01-02,1,1e300,1e-300,1,100\n");
+  CHECK_THAT(load_error(huge), Catch::StartsWith(huge + ":3: column 3 (high): high '1e300' is more than 10 times") &&
+                                   Catch::Contains("low '1e-300'") && Catch::Contains("allow_implausible_bars"));
+  // Close-to-close beyond a factor 10, either way.
+  const std::string up = dir.write("up.csv", header + good + "2020-01-02,105,106,104,105.5,1\n");
+  CHECK_THAT(load_error(up), Catch::StartsWith(up + ":3: column 5 (close): close '105.5'") &&
+                                 Catch::Contains("previous row's close 10.5"));
+  const std::string down = dir.write("down.csv", header + good + "2020-01-02,1.04,1.05,1.04,1.04,1\n");
+  CHECK_THAT(load_error(down), Catch::Contains(":3: column 5 (close)"));
+  // Exactly 10x is still plausible.
+  const std::string edge = dir.write("edge.csv", header + "2020-01-01,10,100,10,50,1\n2020-01-02,500,500,500,500,1\n");
+  CHECK(foxrl::load_market_csv(edge).size() == 2);
+  foxrl::LoadOptions allow;
+  allow.allow_implausible_bars = true;
+  CHECK(foxrl::load_market_csv(huge, allow).size() == 2);
+  CHECK(foxrl::load_market_csv(up, allow).size() == 2);
+  // Skip mode counts them like any other bad row; returns are measured
+  // from the last kept row.
+  foxrl::LoadOptions skip;
+  skip.skip_bad_rows = true;
+  foxrl::LoadReport report;
+  const std::string mixed =
+      dir.write("mixed.csv", header + good + "2020-01-02,1,1e300,1e-300,1,100\n2020-01-03,105,106,104,105.5,1\n" +
+                                 "2020-01-04,10,11,9,10.5,100\n");
+  CHECK(foxrl::load_market_csv(mixed, skip, &report).size() == 2);
+  CHECK(report.skipped["implausible_range"] == 1);
+  CHECK(report.skipped["implausible_return"] == 1);
+}
+
+TEST_CASE("loader messages: BOM accepted, quotes short and escaped, NUL does not cut them", "[market_data]") {
+  foxrl::test::TempDir dir;
+  const std::string header = "timestamp,open,high,low,close,volume\n";
+  const std::string bom = dir.write("bom.csv", "\xEF\xBB\xBF" + header + "2020-01-01,10,11,9,10.5,100\n");
+  CHECK(foxrl::load_market_csv(bom).size() == 1);
+  // A 1 MB line: the message quotes ~200 bytes of it and says how long it was.
+  const std::string long_line = dir.write("long.csv", header + std::string(1 << 20, 'x') + "\n");
+  const std::string msg = load_error(long_line);
+  CHECK_THAT(msg, Catch::StartsWith(long_line + ":2: expected 6 fields") && Catch::Contains("...' (1048576 bytes)"));
+  CHECK(msg.size() < long_line.size() + 400);
+  // A NUL and a control byte in a field: escaped, and the text after them kept.
+  const std::string nul = dir.write("nul.csv", header + std::string("2020-01-01,10,1\0\x01,9,10.5,100\n", 29));
+  const std::string nul_msg = load_error(nul);
+  CHECK_THAT(nul_msg, Catch::Contains(nul + ":2: column 3 (high): value '1\\x00\\x01' is not a number"));
+  // Binary header bytes are escaped too.
+  const std::string binary = dir.write("binary.csv", std::string("\xff\xfe\x00\x01,open\n", 10));
+  CHECK_THAT(load_error(binary), Catch::Contains("header '\\xff\\xfe\\x00\\x01,open' lacks column(s)"));
 }

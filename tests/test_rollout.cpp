@@ -87,6 +87,16 @@ TEST_CASE("rollout writes the expected CSV and validates the action file", "[rol
   CHECK_THROWS_WITH(foxrl::read_action_file(dir.write("bad2.txt", "1\nx1\n"), 3),
                     Catch::Contains("bad2.txt:2") && Catch::Contains("'x1'"));
   CHECK_THROWS_WITH(foxrl::read_action_file(dir.write("empty.txt", "\n# nothing\n"), 3), Catch::Contains("no actions"));
+  // A NUL, binary bytes and a 1 MB line: quoted short and escaped.
+  CHECK_THROWS_WITH(foxrl::read_action_file(dir.write("nul.txt", std::string("0\n1\n\0x\xff\n", 8)), 2),
+                    Catch::Contains("nul.txt:3: action '\\x00x\\xff' is not an integer in [0, 2)"));
+  CHECK_THROWS_WITH(foxrl::read_action_file(dir.write("long.txt", std::string(1 << 20, '7')), 2),
+                    Catch::Contains("long.txt:1: action '777") && Catch::Contains("...' (1048576 bytes)"));
+  // A byte-order mark before the first action is not part of it.
+  CHECK(foxrl::read_action_file(dir.write("bom.txt",
+                                          "\xEF\xBB\xBF"
+                                          "1\n0\n"),
+                                2) == std::vector<std::int32_t>{1, 0});
   CHECK_THROWS_AS(foxrl::parse_initial_state("1,2,3"), foxrl::UsageError);
   CHECK_THROWS_AS(foxrl::parse_initial_state("1,2,3,nan"), foxrl::UsageError);
   const auto s = foxrl::parse_initial_state(" 0.5, -1 ,2e-2,0");

@@ -58,7 +58,9 @@ TEST_CASE("config rejects bad keys and values, naming the key", "[config]") {
   CHECK_THAT(usage_error_of([&] { config.apply_overrides({"loss=l1"}); }),
              Catch::Contains("'loss'") && Catch::Contains("not one of"));
   CHECK_THAT(usage_error_of([&] { config.apply_overrides({"lr=abc"}); }),
-             Catch::Contains("'lr'") && Catch::Contains("cannot parse"));
+             Catch::StartsWith("--set lr:1:1: syntax error") && Catch::Contains("last read: 'a'"));
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"hidden=64,x4"}); }),
+             Catch::StartsWith("--set hidden entry 2:1:1: syntax error"));
   CHECK_THAT(usage_error_of([&] { config.apply_overrides({"seed=-1"}); }), Catch::Contains("'seed'"));
   CHECK_THAT(usage_error_of([&] { config.apply_overrides({"novalue"}); }), Catch::Contains("key=value"));
   CHECK_THAT(usage_error_of([&] {
@@ -72,7 +74,8 @@ TEST_CASE("config rejects bad keys and values, naming the key", "[config]") {
   const auto wrong_type = write_temp("type.json", R"({"hidden": "big"})");
   CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(wrong_type); }), Catch::Contains("'hidden'"));
   const auto broken = write_temp("broken.json", R"({"env": )");
-  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(broken); }), Catch::Contains("not valid JSON"));
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(broken); }),
+             Catch::StartsWith(broken + ":1:9: syntax error") && Catch::Contains("unexpected end of input"));
   CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file("/nonexistent/x.json"); }),
              Catch::Contains("cannot open"));
   for (const auto& p : {unknown, wrong_type, broken}) std::remove(p.c_str());
@@ -103,4 +106,79 @@ TEST_CASE("integer keys are range-checked against what the components hold", "[c
   config.apply_overrides({"target_update_every=2147483647", "batch_size=65536"});
   CHECK(config.target_update_every == 2147483647);
   CHECK(config.batch_size == 65536);
+}
+
+TEST_CASE("config JSON is parsed strictly: depth, duplicate keys, line and column, BOM", "[config]") {
+  // 100,000 nested arrays: a clean UsageError at the 65th bracket, no
+  // recursion over the depth (this used to overflow the stack).
+  const std::string deep = "{\"hidden\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const auto deep_path = write_temp("deep.json", deep);
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(deep_path); }),
+             Catch::StartsWith(deep_path + ":1:75: ") && Catch::Contains("deeper than 64 levels"));
+  foxrl::TrainConfig config;
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"hidden=" + std::string(100000, '[')}); }),
+             Catch::StartsWith("--set hidden:1:65: ") && Catch::Contains("deeper than 64"));
+
+  const auto twice = write_temp("twice.json", "{\"env\": \"cartpole\",\n  \"gamma\": 0.9,\n  \"gamma\": 0.5}");
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(twice); }),
+             Catch::StartsWith(twice + ":3:3: key 'gamma' appears twice"));
+
+  const auto bad = write_temp("syntax.json", "{\n  \"env\": \"cartpole\",\n  \"gamma\": 0.9x\n}");
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(bad); }),
+             Catch::StartsWith(bad + ":3:15: syntax error"));
+
+  // A long bad token is quoted shortened, a NUL escaped.
+  const auto junk = write_temp("junk.json", "{\"env\": " + std::string(5000, 'x') + "}");
+  const auto junk_message = usage_error_of([&] { foxrl::TrainConfig::from_json_file(junk); });
+  CHECK_THAT(junk_message, Catch::StartsWith(junk + ":1:9: syntax error"));
+  CHECK(junk_message.size() < junk.size() + 400);
+  const auto nul = write_temp("nul.json", std::string("{\"env\": \"cartpole\"\0, \"lr\": 1}", 29));
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_file(nul); }),
+             Catch::StartsWith(nul + ":1:19: syntax error") && Catch::Contains("U+0000"));
+
+  // A UTF-8 BOM, as some editors write it, is skipped.
+  const auto bom = write_temp("bom.json", "\xEF\xBB\xBF{\"env\": \"cartpole\"}");
+  CHECK(foxrl::TrainConfig::from_json_file(bom).env == foxrl::EnvKind::cartpole);
+
+  // Numbers beyond double are refused by the parser, not read as inf.
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"max_grad_norm=1e999"}); }),
+             Catch::StartsWith("--set max_grad_norm:1:") && Catch::Contains("overflow"));
+  CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig::from_json_text("[1]", "inline"); }),
+             Catch::Contains("inline: expected a JSON object of keys, got '[1]'"));
+  for (const auto& p : {deep_path, twice, bad, junk, nul, bom}) std::remove(p.c_str());
+}
+
+TEST_CASE("integer keys are compared exactly before narrowing, and --help-config shows what is accepted", "[config]") {
+  foxrl::TrainConfig config;
+  // 1.8e19 + 500 rounds to the bound 1.8e19 as a double.
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"seed=18000000000000000500"}); }),
+             Catch::Contains("key 'seed': value 18000000000000000500 is out of range [0, 18000000000000000000]"));
+  config.apply_overrides({"seed=18000000000000000000"});
+  CHECK(config.seed == 18000000000000000000ULL);
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"num_envs=-9223372036854775808"}); }),
+             Catch::Contains("key 'num_envs': value -9223372036854775808 is out of range [1, 16777216]"));
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"hidden=64,99999999999999999999"}); }),
+             Catch::Contains("key 'hidden'"));
+  CHECK_THAT(usage_error_of([&] { config.apply_overrides({"hidden=[64, 65537]"}); }),
+             Catch::Contains("key 'hidden': value 65537 is out of range [1, 65536]"));
+  // Every integer key: one past its documented upper bound is refused
+  // naming the key, the bound itself is accepted (up to cross-key checks).
+  const std::string doc = foxrl::TrainConfig::describe();
+  CHECK_THAT(doc, Catch::Contains("batch_size = 256  [1, 65536]"));
+  CHECK_THAT(doc, Catch::Contains("max_grad_norm = 10.0  [0, inf)"));
+  for (const char* key :
+       {"num_envs", "episode_length", "window", "n_step", "buffer_capacity", "batch_size", "learning_starts",
+        "updates_per_iteration", "train_every", "target_update_every", "eps_decay_env_steps", "per_beta_anneal_updates",
+        "guard_max_bad", "epochs", "iterations_per_epoch", "checkpoint_every", "synthetic_bars"}) {
+    const std::string pattern = std::string(key) + " = ";
+    const std::size_t at = doc.find("  " + pattern);
+    REQUIRE(at != std::string::npos);
+    const std::size_t comma = doc.find(", ", at);
+    const std::size_t close = doc.find(']', comma);
+    const std::string max = doc.substr(comma + 2, close - comma - 2);
+    const std::string above = std::to_string(std::stoull(max) + 1);
+    CAPTURE(key, max);
+    CHECK_THAT(usage_error_of([&] { foxrl::TrainConfig().apply_overrides({std::string(key) + "=" + above}); }),
+               Catch::Contains("key '" + std::string(key) + "': value " + above + " is out of range"));
+  }
 }

@@ -1,8 +1,10 @@
 // foxrl collect: record a dataset of transitions for offline training, with
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "collect/collect.hpp"
 #include "core/execution_context.hpp"
+#include "io/output_dir.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 
@@ -28,6 +30,7 @@ int run_collect(CollectArgs args) {
     o.config = RunManifest::read(CheckpointStore::resolve(o.run_dir)).config;
   }
   o.config.apply_overrides(args.overrides);
+  prepare_output_file_directory(o.out_path, "--out");
   // The run's one stream, as in train and rollout.
   ExecutionContext<> context(o.config.seed);
   const auto summary = collect_dataset(context.space(), o);
@@ -49,7 +52,7 @@ Command add_collect_command(CLI::App& app) {
       ->check(CLI::IsMember({"random", "epsilon-greedy", "greedy"}))
       ->capture_default_str();
   cmd->add_option("--epsilon", args->options.epsilon, "Exploration rate of epsilon-greedy")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--run", args->options.run_dir,
                   "Run directory of `foxrl train` whose policy acts (greedy, epsilon-greedy)");

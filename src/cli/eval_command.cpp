@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/execution_context.hpp"
 #include "io/atomic_file.hpp"
+#include "io/output_dir.hpp"
 #include "market/market_evaluation.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/policy.hpp"
@@ -19,6 +20,7 @@ struct EvalArgs {
   std::string data;
   std::string split = "test";
   std::string out_dir;
+  bool allow_implausible_bars = false;
 };
 
 int run_eval(const EvalArgs& args) {
@@ -30,9 +32,10 @@ int run_eval(const EvalArgs& args) {
   TrainConfig config = manifest.config;
   const RunSpec spec = run_spec(config);
   if (spec.env != EnvKind::market)
-    throw UsageError(std::string("foxrl eval: the run trained on ") + env_kind_name(spec.env) +
+    throw UsageError("--run " + args.run_dir + ": the run trained on " + env_kind_name(spec.env) +
                      "; eval is for market runs");
   if (!args.data.empty()) config.data = args.data;
+  if (args.allow_implausible_bars) config.allow_implausible_bars = true;
   const MarketComponents<Exec> market = make_market(space, config, spec);
   const MarketSplit split = market_split(market.data.splits, args.split);
   DqnLearner<Exec> learner(space, inference_learner_config(spec, 64));
@@ -41,13 +44,14 @@ int run_eval(const EvalArgs& args) {
   std::optional<SignalAdapter<Exec>> adapter;
   if (manifest.has_normalizer) {
     adapter = make_adapter(space, spec);
-    adapter->import_state(space, manifest.normalizer);
+    adapter->import_state(space, manifest.normalizer, args.run_dir + "/checkpoint.json");
     adapter->set_frozen(true);
   }
   const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data,
                                       split, spec.market_env, config.seed + 1);
   std::cout << market.data.describe() << "\n" << report.table();
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
+  prepare_output_directory(out, args.out_dir.empty() ? "--run" : "--out");
   write_file_atomically(out + "/evaluation_" + args.split + ".json", report.json() + "\n");
   write_file_atomically(out + "/equity_" + args.split + ".svg", report.svg());
   std::cout << "wrote " << out << "/evaluation_" << args.split << ".json and equity_" << args.split << ".svg\n";
@@ -65,6 +69,8 @@ Command add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"train", "validation", "test"}))
       ->capture_default_str();
   cmd->add_option("--out", args->out_dir, "Where evaluation_<split>.json and equity_<split>.svg go (default: --run)");
+  cmd->add_flag("--allow-implausible-bars", args->allow_implausible_bars,
+                "Accept --data bars that move more than 10x within a bar or from the last close");
   return [cmd, args]() { return cmd->parsed() ? run_eval(*args) : -1; };
 }
 

@@ -22,6 +22,7 @@ struct InferArgs {
   bool latest = false;
   std::string format = "csv";
   bool skip_bad_rows = false;
+  bool allow_implausible_bars = false;
 };
 
 const char* const kActionNames[] = {"short", "flat", "long"};
@@ -32,6 +33,7 @@ int run_infer(const InferArgs& args) {
   Policy<> policy(space, args.run_dir);
   LoadOptions options;
   options.skip_bad_rows = args.skip_bad_rows;
+  options.allow_implausible_bars = args.allow_implausible_bars;
   const MarketSeries series = load_market_csv(args.data, options);
   const auto d = policy.decide_market(space, series, args.position, args.latest);
   if (args.format == "json") {
@@ -73,6 +75,8 @@ Command add_infer_command(CLI::App& app) {
       ->check(CLI::IsMember({"csv", "json"}))
       ->capture_default_str();
   cmd->add_flag("--skip-bad-rows", args->skip_bad_rows, "Skip and count invalid CSV rows instead of failing");
+  cmd->add_flag("--allow-implausible-bars", args->allow_implausible_bars,
+                "Accept bars that move more than 10x within a bar or from the last close");
   return [cmd, args]() { return cmd->parsed() ? run_infer(*args) : -1; };
 }
 

@@ -1,6 +1,8 @@
-// foxrl command-line tool. Exit codes: 0 ok, 2 usage/config error, 1 runtime
-// failure (the reason is printed).
+// foxrl command-line tool. Exit codes: 0 ok, 2 bad input (options, config,
+// data or run files, unusable output directories), 1 runtime failure or
+// internal error (the reason is printed, once, after "foxrl: ").
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
 #include "core/kernel_check.hpp"
@@ -13,6 +15,20 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+
+namespace {
+
+/// Prints an error once, with the tool's one "foxrl: " prefix (messages
+/// thrown by the library carry none; one that does is not doubled).
+void report(const std::exception& e, const char* kind = "") {
+  std::string what = e.what();
+  const std::string prefix = "foxrl: ";
+  if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+  std::cerr << prefix << kind << what << "\n";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"foxrl: GPU-resident deep Q-learning on Kokkos"};
@@ -42,17 +58,25 @@ int main(int argc, char** argv) {
                           "Market only: OHLCV CSV (timestamp,open,high,low,close,volume); default: synthetic");
   rollout_cmd->add_option("--synthetic", rollout.synthetic, "Market only: generator without --data (regime, benchmark)")
       ->capture_default_str();
+  // Integer ranges as `foxrl train` bounds the same keys (synthetic_bars,
+  // episode_length, window), so a bad value is named by its option here
+  // rather than by a component's field later.
   rollout_cmd->add_option("--bars", rollout.synthetic_bars, "Market only: bars of the synthetic series")
+      ->check(CLI::Range(std::size_t(2), std::size_t(100000000)))
       ->capture_default_str();
   rollout_cmd->add_option("--episode-length", rollout.market.episode_length, "Market only: steps per episode")
+      ->check(CLI::Range(1, 1000000000))
       ->capture_default_str();
   rollout_cmd->add_option("--window", rollout.market.observation.window, "Market only: lookback window W")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   rollout_cmd->add_option("--features", feature_set, "Market only: feature set (returns, ohlcv)")
       ->capture_default_str();
   rollout_cmd->add_option("--cost", rollout.market.cost, "Market only: cost per unit of position change")
-      ->check(CLI::Range(0.0, 1.0))  // finite: inf would write -inf rewards
+      ->check(foxrl::cli::finite_range(0.0, 1.0))  // inf would write -inf rewards, NaN NaN rewards
       ->capture_default_str();
+  rollout_cmd->add_flag("--allow-implausible-bars", rollout.load.allow_implausible_bars,
+                        "Market only: accept --data bars that move more than 10x within a bar or from the last close");
   rollout_cmd->add_option("--out", rollout.out_path, "Output CSV")->required();
 
   try {
@@ -77,14 +101,14 @@ int main(int argc, char** argv) {
                 << "\n";
     }
   } catch (const foxrl::UsageError& e) {
-    std::cerr << "foxrl: " << e.what() << "\n";
+    report(e);
     return 2;
   } catch (const foxrl::LogicError& e) {
     // A bug in foxrl itself, not the user's input.
-    std::cerr << "foxrl: internal error: " << e.what() << "\n";
+    report(e, "internal error: ");
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "foxrl: " << e.what() << "\n";
+    report(e);
     return 1;
   }
   return 0;

@@ -13,6 +13,7 @@
 #include "collect/dataset_recorder.hpp"
 #include "config/train_config.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "envs/vector_env.hpp"
 #include "market/market_setup.hpp"
 #include "run/policy.hpp"
@@ -57,7 +58,7 @@ VectorEnv<ExecSpace> make_collect_env(const ExecSpace& space, const CollectOptio
 
 inline void check_collect_options(const CollectOptions& o) {
   if (o.policy != "random" && o.policy != "epsilon-greedy" && o.policy != "greedy")
-    throw UsageError("collect: --policy '" + o.policy + "': expected random, epsilon-greedy or greedy");
+    throw UsageError("collect: --policy " + quote_excerpt(o.policy) + ": expected random, epsilon-greedy or greedy");
   if (o.policy != "random" && o.run_dir.empty())
     throw UsageError("collect: --policy " + o.policy + " needs --run (a run directory of `foxrl train`)");
   if (o.policy == "random" && !o.run_dir.empty())
@@ -66,7 +67,7 @@ inline void check_collect_options(const CollectOptions& o) {
     throw UsageError("collect: --epsilon " + std::to_string(o.epsilon) + " outside [0, 1]");
   if (o.transitions < 1) throw UsageError("collect: --steps must be >= 1");
   if (o.split != "train" && o.split != "validation" && o.split != "test")
-    throw UsageError("collect: --split '" + o.split + "': expected train, validation or test");
+    throw UsageError("collect: --split " + quote_excerpt(o.split) + ": expected train, validation or test");
   if (o.out_path.empty()) throw UsageError("collect: --out is required");
 }
 

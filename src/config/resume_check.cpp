@@ -1,6 +1,7 @@
 #include "config/resume_check.hpp"
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +15,9 @@ void check_resume_compatible(const TrainConfig& saved, const TrainConfig& now, c
     if (key == "epochs" || key == "out_dir" || key == "keep_checkpoints") continue;
     const auto it = b.find(key);
     if (it == b.end() || *it != value) {
-      throw UsageError("--resume: config key '" + key + "' is " + (it == b.end() ? "missing" : it->dump()) +
-                       ", the saved run (" + where + ") has " + value.dump() +
-                       "; a resumed run must keep every key but epochs");
+      throw UsageError("--resume: config key '" + key + "' is " +
+                       (it == b.end() ? "missing" : quote_excerpt(it->dump())) + ", the saved run (" + where +
+                       ") has " + quote_excerpt(value.dump()) + "; a resumed run must keep every key but epochs");
     }
   }
   for (const auto& [key, value] : b.items()) {

@@ -22,7 +22,7 @@ namespace detail {
 #ifdef KOKKOS_ENABLE_CUDA
 inline void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
-    throw Error(std::string("foxrl: ") + what + " failed: " + cudaGetErrorString(status));
+    throw Error(std::string(what) + " failed: " + cudaGetErrorString(status));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/execution_context.hpp"
 #include "core/strings.hpp"
+#include "io/output_dir.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -25,23 +26,25 @@ int env_num_actions(EnvKind env) {
 
 std::vector<std::int32_t> read_action_file(const std::string& path, int num_actions) {
   std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open action file");
+  if (!in) throw UsageError(path + ": cannot open the action file");
   std::vector<std::int32_t> actions;
   std::string line;
   std::size_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
+    if (line_no == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 byte-order mark
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     char* end = nullptr;
     errno = 0;
     const long v = std::strtol(t.c_str(), &end, 10);
     if (end != t.c_str() + t.size() || errno != 0 || v < 0 || v >= num_actions) {
-      throw UsageError(path + ":" + std::to_string(line_no) + ": action '" + t + "' is not an integer in [0, " +
-                       std::to_string(num_actions) + ")");
+      throw UsageError(path + ":" + std::to_string(line_no) + ": action " + quote_excerpt(t) +
+                       " is not an integer in [0, " + std::to_string(num_actions) + ")");
     }
     actions.push_back(static_cast<std::int32_t>(v));
   }
+  if (in.bad()) throw UsageError(path + ": cannot read the action file");
   if (actions.empty()) throw UsageError(path + ": no actions in the file");
   return actions;
 }
@@ -56,14 +59,15 @@ std::array<float, 4> parse_initial_state(const std::string& text) {
     char* end = nullptr;
     const double v = std::strtod(t.c_str(), &end);
     if (k >= 4 || t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
-      throw UsageError("--initial-state '" + text + "': expected four finite numbers x,x_dot,theta,theta_dot" +
-                       (k < 4 ? " (entry " + std::to_string(k + 1) + " is '" + t + "')" : ""));
+      throw UsageError("--initial-state " + quote_excerpt(text) +
+                       ": expected four finite numbers x,x_dot,theta,theta_dot" +
+                       (k < 4 ? " (entry " + std::to_string(k + 1) + " is " + quote_excerpt(t) + ")" : ""));
     }
     s[static_cast<std::size_t>(k++)] = static_cast<float>(v);
   }
   if (k != 4) {
-    throw UsageError("--initial-state '" + text + "': expected four numbers x,x_dot,theta,theta_dot, got " +
-                     std::to_string(k));
+    throw UsageError("--initial-state " + quote_excerpt(text) +
+                     ": expected four numbers x,x_dot,theta,theta_dot, got " + std::to_string(k));
   }
   return s;
 }
@@ -90,6 +94,7 @@ void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
 
 RolloutTrace run_rollout(const RolloutOptions& options) {
   const auto actions = read_action_file(options.actions_path, env_num_actions(options.env));
+  if (!options.out_path.empty()) prepare_output_file_directory(options.out_path, "--out");
   RolloutTrace trace;
   {
     ExecutionContext<> context(options.seed);

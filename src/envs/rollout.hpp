@@ -40,6 +40,7 @@ struct RolloutOptions {
   /// instead of a seeded reset.
   std::optional<std::array<float, 4>> initial_state;
   std::string data_path;  ///< market only: OHLCV CSV; empty: a synthetic series
+  LoadOptions load;       ///< market only: how data_path is validated
   std::string synthetic = "regime";
   std::size_t synthetic_bars = 20000;
   MarketEnvConfig market;  ///< market only: observation, episode length, cost
@@ -108,7 +109,16 @@ RolloutTrace rollout(const ExecSpace& space, const RolloutOptions& options, cons
       if (options.initial_state) throw UsageError("--initial-state applies to the cartpole env only");
       const MarketSeries series = options.data_path.empty()
                                       ? make_synthetic_market(options.synthetic, options.synthetic_bars, options.seed)
-                                      : load_market_csv(options.data_path);
+                                      : load_market_csv(options.data_path, options.load);
+      // The one split is the whole series: a short one is the options' doing.
+      const std::int64_t needed =
+          std::int64_t(options.market.observation.min_decision_bar()) + std::int64_t(options.market.episode_length);
+      if (static_cast<std::int64_t>(series.size()) < needed) {
+        throw UsageError(series.source + ": " + std::to_string(series.size()) + " bars, too few for --episode-length " +
+                         std::to_string(options.market.episode_length) + " after the lookback of --window " +
+                         std::to_string(options.market.observation.window) + ": at least " + std::to_string(needed) +
+                         " bars needed (--bars, --data)");
+      }
       MarketFeatures<ExecSpace> market(space, series, options.market.observation.rolling_window());
       MarketEnv<ExecSpace> env(space, market, MarketSplit{0, market.size()}, 1, options.seed, options.market);
       auto trace = rollout_steps(space, env, actions);

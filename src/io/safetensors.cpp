@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "io/crc32c.hpp"
+#include "io/strict_json.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -159,10 +160,12 @@ File read(const std::string& path) {
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) fail(path, "could not read the header");
 
+  // Strict: a damaged header must not overflow the stack (nesting) or pass
+  // with a tensor named twice (duplicate keys).
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::exception& e) {
+    j = parse_strict_json(header, "header");
+  } catch (const UsageError& e) {
     fail(path, std::string("corrupt header JSON: ") + e.what());
   }
   if (!j.is_object()) fail(path, "corrupt header: the JSON header is not an object");

@@ -251,7 +251,7 @@ class StateReader {
   }
 
   [[noreturn]] void fail(const std::string& tensor, const std::string& what) const {
-    throw UsageError("foxrl: trainer state '" + path_ + "': tensor '" + tensor + "': " + what);
+    throw UsageError("trainer state '" + path_ + "': tensor '" + tensor + "': " + what);  // a damaged or foreign file
   }
 
  private:

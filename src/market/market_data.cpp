@@ -124,7 +124,15 @@ struct Columns {
   int timestamp = -1, open = -1, high = -1, low = -1, close = -1, volume = -1;
 };
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+/// User data in a message: at most ~200 characters, non-printables escaped.
+std::string quote(const std::string& s) { return quote_excerpt(s); }
+
+/// A number as the plausibility messages print it (9 significant digits).
+std::string format_ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
 
 // A validation failure of one row.
 struct RowError {
@@ -167,7 +175,11 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
   if (!in) throw UsageError(path + ": cannot open market data file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  if (in.bad()) throw UsageError(path + ": cannot read market data file");
+  std::string text = buffer.str();
+  // A UTF-8 byte-order mark, as spreadsheet programs write it, is not part
+  // of the first column's name.
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
 
   LoadReport local_report;
   LoadReport& rep = report ? *report : local_report;
@@ -291,6 +303,23 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     if (err.reason.empty() && v[2] > std::min(v[0], v[3])) {
       fail("low_above_open_close", field_desc(col.low) + ": low " + fs(col.low) + " is above min(open " + fs(col.open) +
                                        ", close " + fs(col.close) + ")");
+    }
+    // Plausibility: valid numbers that no market quotes within one bar,
+    // almost always a unit or parsing error upstream; they would dominate
+    // every statistic of the run.
+    const std::string implausible =
+        "; no market moves that far in one bar (config key allow_implausible_bars: true, or option "
+        "--allow-implausible-bars, accepts such bars)";
+    if (err.reason.empty() && !options.allow_implausible_bars && v[1] / v[2] > kMaxBarMove) {
+      fail("implausible_range", field_desc(col.high) + ": high " + fs(col.high) + " is more than " +
+                                    format_ratio(kMaxBarMove) + " times " + field_desc(col.low) + " low " +
+                                    fs(col.low) + implausible);
+    }
+    if (err.reason.empty() && !options.allow_implausible_bars && !series.close.empty() &&
+        (v[3] / series.close.back() > kMaxBarMove || series.close.back() / v[3] > kMaxBarMove)) {
+      fail("implausible_return", field_desc(col.close) + ": close " + fs(col.close) +
+                                     " differs from the previous row's close " + format_ratio(series.close.back()) +
+                                     " by a factor of more than " + format_ratio(kMaxBarMove) + implausible);
     }
     if (err.reason.empty() && !series.timestamp.empty() && t <= last_time) {
       fail("non_increasing_timestamp", field_desc(col.timestamp) + ": timestamp " + fs(col.timestamp) +

@@ -8,7 +8,8 @@
 // ignored): timestamp (or date/datetime/time), open, high, low, close,
 // volume. Timestamps are ISO-8601 UTC (YYYY-MM-DD, YYYY-MM-DD HH:MM or
 // YYYY-MM-DD HH:MM:SS, with ' ' or 'T' between date and time, optional
-// trailing 'Z') or unix seconds (an integer). Blank lines are ignored.
+// trailing 'Z') or unix seconds (an integer). Blank lines are ignored, and
+// so is a UTF-8 byte-order mark at the start of the file.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,12 +29,23 @@ struct MarketSeries {
   std::size_t size() const { return close.size(); }
 };
 
+/// Plausibility bound of the loader: a bar whose high is more than this
+/// many times its low, or whose close differs from the previous row's close
+/// by more than this factor (|log return| > log 10), is refused as a data
+/// error (a price in the wrong unit, a missing decimal point, 1e300) unless
+/// LoadOptions::allow_implausible_bars. Real markets stay far inside it: the
+/// largest one-day move of a major index was about -23 % (log 0.77).
+inline constexpr double kMaxBarMove = 10.0;
+
 /// How the loader treats rows that fail validation.
 struct LoadOptions {
   /// false: the first bad row throws UsageError. true: bad rows are skipped
   /// and counted per reason in LoadReport (missing columns, an empty file or
   /// a file with no good row still throw).
   bool skip_bad_rows = false;
+  /// true: bars beyond kMaxBarMove pass (split-unadjusted series, penny
+  /// assets, synthetic tests).
+  bool allow_implausible_bars = false;
 };
 
 /// What the loader saw.
@@ -43,7 +55,8 @@ struct LoadReport {
   /// reason -> count of skipped rows (skip_bad_rows only). Reasons:
   /// field_count, bad_timestamp, non_numeric, non_finite, non_positive_price,
   /// negative_volume, high_below_low, high_below_open_close,
-  /// low_above_open_close, non_increasing_timestamp.
+  /// low_above_open_close, implausible_range, implausible_return,
+  /// non_increasing_timestamp.
   std::map<std::string, std::size_t> skipped;
   std::vector<std::string> first_messages;  ///< the first few skip messages, verbatim
 

@@ -1,5 +1,7 @@
 #include "market/market_env.hpp"
 
+#include "core/strings.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -8,7 +10,7 @@ namespace foxrl {
 FeatureSet parse_feature_set(const std::string& name) {
   if (name == "returns") return FeatureSet::returns;
   if (name == "ohlcv") return FeatureSet::ohlcv;
-  throw UsageError("unknown feature set '" + name + "' (known: returns, ohlcv)");
+  throw UsageError("unknown feature set " + quote_excerpt(name) + " (known: returns, ohlcv)");
 }
 
 std::string feature_set_name(FeatureSet set) { return set == FeatureSet::returns ? "returns" : "ohlcv"; }

@@ -152,15 +152,19 @@ class MarketEnv {
     require_at_least("foxrl::MarketEnvConfig", "cost", config.cost, 0.0);
     require(std::isfinite(config.cost), "foxrl::MarketEnvConfig", "cost", config.cost, "must be finite");
     if (split.begin < 0 || split.end > market.size() || split.begin >= split.end) {
-      throw UsageError("MarketEnv: split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
-                       ") is not inside the series of " + std::to_string(market.size()) + " bars");
+      // An empty split comes from train_end / test_start outside the data's
+      // time span; the user's keys, not the bar indices, say how to fix it.
+      throw UsageError(market.source() + ": the split of bars [" + std::to_string(split.begin) + ", " +
+                       std::to_string(split.end) + ") of " + std::to_string(market.size()) +
+                       " is empty or outside the series (check train_end and test_start against the data's dates)");
     }
     first_start_ = split.begin > spec.min_decision_bar() ? split.begin : spec.min_decision_bar();
     const int last_start = split.end - config.episode_length;
     if (last_start < first_start_) {
-      throw UsageError(market.source() + ": split [" + std::to_string(split.begin) + ", " + std::to_string(split.end) +
-                       ") is too short for episodes of " + std::to_string(config.episode_length) +
-                       " bars after a lookback of " + std::to_string(spec.min_decision_bar()) + " bars");
+      throw UsageError(market.source() + ": the split of bars [" + std::to_string(split.begin) + ", " +
+                       std::to_string(split.end) + ") is too short for episodes of " +
+                       std::to_string(config.episode_length) + " bars (episode_length) after a lookback of " +
+                       std::to_string(spec.min_decision_bar()) + " bars (window " + std::to_string(spec.window) + ")");
     }
     num_starts_ = static_cast<std::uint32_t>(last_start - first_start_ + 1);
 

@@ -14,6 +14,7 @@ MarketSetup prepare_market(const TrainConfig& config) {
   } else {
     LoadOptions options;
     options.skip_bad_rows = config.skip_bad_rows;
+    options.allow_implausible_bars = config.allow_implausible_bars;
     m.series = load_market_csv(config.data, options, &m.load_report);
   }
   const int bars = static_cast<int>(m.series.size());

@@ -144,11 +144,13 @@ class SignalAdapter {
     return s;
   }
 
-  /// Replaces the statistics (e.g. from a checkpoint).
-  void import_state(const ExecSpace& space, const NormalizerState& s) {
+  /// Replaces the statistics (e.g. from a checkpoint); `source` names the
+  /// file they came from in messages (a damaged or foreign file).
+  void import_state(const ExecSpace& space, const NormalizerState& s,
+                    const std::string& source = "normalizer statistics") {
     const auto n = static_cast<std::size_t>(dim_);
     if (s.count.size() != n || s.mean.size() != n || s.m2.size() != n) {
-      throw UsageError("SignalAdapter::import_state: expected " + std::to_string(dim_) +
+      throw UsageError(source + ": normalizer: expected " + std::to_string(dim_) +
                        " entries per statistic, got count " + std::to_string(s.count.size()) + ", mean " +
                        std::to_string(s.mean.size()) + ", m2 " + std::to_string(s.m2.size()));
     }
@@ -156,9 +158,9 @@ class SignalAdapter {
       const bool ok = std::isfinite(s.count[d]) && s.count[d] >= 0 && std::isfinite(s.m2[d]) && s.m2[d] >= 0 &&
                       std::isfinite(s.mean[d]);
       if (!ok) {
-        throw UsageError("SignalAdapter::import_state: feature " + std::to_string(d) +
-                         " has invalid statistics (count " + std::to_string(s.count[d]) + ", mean " +
-                         std::to_string(s.mean[d]) + ", m2 " + std::to_string(s.m2[d]) + ")");
+        throw UsageError(source + ": normalizer: feature " + std::to_string(d) + " has invalid statistics (count " +
+                         std::to_string(s.count[d]) + ", mean " + std::to_string(s.mean[d]) + ", m2 " +
+                         std::to_string(s.m2[d]) + ")");
       }
     }
     deep_copy_from_host(space, count_, s.count);

@@ -24,7 +24,7 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 void append_parameter_tensors(safetensors::File& file, const std::string& prefix, const NetworkLayout& layout,
                               const std::vector<float>& flat) {
   if (flat.size() != layout.total)
-    throw LogicError("foxrl: parameter set '" + prefix + "' holds " + std::to_string(flat.size()) + " floats, layout " +
+    throw LogicError("parameter set '" + prefix + "' holds " + std::to_string(flat.size()) + " floats, layout " +
                      layout.describe() + " needs " + std::to_string(layout.total));
   for (int l = 0; l < layout.num_layers; ++l) {
     const auto& s = layout.layers[l];
@@ -38,7 +38,7 @@ TensorReader::TensorReader(const std::string& path, std::string architecture)
     : path_(path), architecture_(std::move(architecture)), file_(safetensors::read(path)) {}
 
 void TensorReader::fail(const std::string& tensor, const std::string& what) const {
-  throw UsageError("foxrl: checkpoint '" + path_ + "': tensor '" + tensor + "': " + what);
+  throw UsageError("checkpoint '" + path_ + "': tensor '" + tensor + "': " + what);  // a damaged or foreign file
 }
 
 std::vector<float> TensorReader::parameters(const std::string& prefix, const NetworkLayout& layout, Values values) {

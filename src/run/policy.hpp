@@ -52,7 +52,7 @@ class Policy {
     if (manifest_.has_normalizer) {
       adapter_ = make_adapter(space, spec_);
       if (!adapter_) throw UsageError(dir_ + "/checkpoint.json: a normalizer, but the env does not normalise");
-      adapter_->import_state(space, manifest_.normalizer);
+      adapter_->import_state(space, manifest_.normalizer, dir_ + "/checkpoint.json");
       adapter_->set_frozen(true);
     }
     normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Policy::normalized"),

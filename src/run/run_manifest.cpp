@@ -3,11 +3,13 @@
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/crc32c.hpp"
+#include "io/strict_json.hpp"
 #include "run/checkpoint_store.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <iterator>
 
 namespace foxrl {
 namespace {
@@ -50,8 +52,9 @@ RunManifest RunManifest::read(const std::string& dir) {
   const std::string path = manifest_path(dir);
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open the checkpoint manifest (is '" + dir + "' a foxrl run directory?)");
-  const Json j = Json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw UsageError(path + ": not valid JSON");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Json j = parse_strict_json(text, path);  // line and column; depth and duplicate keys refused
+  if (!j.is_object()) throw UsageError(path + ": not a JSON object");
   auto field = [&](const char* key) -> const Json& {
     if (!j.contains(key)) throw UsageError(path + ": missing field '" + std::string(key) + "'");
     return j.at(key);

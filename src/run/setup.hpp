@@ -11,6 +11,7 @@
 #include "config/env_kind.hpp"
 #include "config/train_config.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "envs/cartpole_env.hpp"
 #include "envs/vector_env.hpp"
 #include "market/market_env.hpp"
@@ -113,12 +114,24 @@ inline DqnLearnerConfig inference_learner_config(const RunSpec& spec, int max_ro
   return lc;
 }
 
-/// The market split called `name` ("train", "validation" or "test").
+/// The market split called `name` ("train", "validation" or "test");
+/// UsageError naming --split when it holds no bar.
 inline MarketSplit market_split(const MarketSplits& splits, const std::string& name) {
-  if (name == "train") return splits.train;
-  if (name == "validation") return splits.validation;
-  if (name == "test") return splits.test;
-  throw UsageError("split '" + name + "': expected train, validation or test");
+  MarketSplit split;
+  if (name == "train") {
+    split = splits.train;
+  } else if (name == "validation") {
+    split = splits.validation;
+  } else if (name == "test") {
+    split = splits.test;
+  } else {
+    throw UsageError("--split " + quote_excerpt(name) + ": expected train, validation or test");
+  }
+  if (split.size() <= 0) {
+    throw UsageError("--split " + name + ": the " + name +
+                     " split holds no bars of this data (train_end and test_start set where it begins and ends)");
+  }
+  return split;
 }
 
 /// A run's market: its series and splits (host) and their features on the

@@ -18,6 +18,7 @@
 #include "collect/experience_collector.hpp"
 #include "config/env_kind.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "envs/vector_env.hpp"
 #include "io/state_archive.hpp"
 #include "market/signal_adapter.hpp"
@@ -141,16 +142,16 @@ TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& pa
     return it == m.end() ? std::string() : it->second;
   };
   if (meta("format") != "foxrl.trainer_state")
-    throw Error("foxrl: trainer state '" + path + "': metadata 'format' is '" + meta("format") +
-                "', expected foxrl.trainer_state");
+    throw UsageError("trainer state '" + path + "': metadata 'format' is " + quote_excerpt(meta("format")) +
+                     ", expected foxrl.trainer_state");
   if (meta("format_version") != "1")
-    throw Error("foxrl: trainer state '" + path + "': metadata 'format_version' is '" + meta("format_version") +
-                "', this foxrl reads 1");
+    throw UsageError("trainer state '" + path + "': metadata 'format_version' is " +
+                     quote_excerpt(meta("format_version")) + ", this foxrl reads 1");
 
   TrainerHostState<ExecSpace> h;
   visit_trainer_state(r, space, p, h);
   r.check_no_extra();
-  if (p.adapter != nullptr) p.adapter->import_state(space, h.normalizer);  // validates before copying
+  if (p.adapter != nullptr) p.adapter->import_state(space, h.normalizer, path);  // validates before copying
   r.apply(space);
   p.replay->restore_host_state(h.replay);
   p.collector->restore_host_state(h.collector);

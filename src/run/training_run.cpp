@@ -5,6 +5,8 @@
 #include "core/error.hpp"
 #include "core/kernel_check.hpp"
 #include "io/atomic_file.hpp"
+#include "io/output_dir.hpp"
+#include "io/strict_json.hpp"
 #include "io/svg_chart.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
@@ -73,6 +75,16 @@ void cut_back(const std::string& path, std::int64_t bytes) {
                 " bytes): " + ec.message());
 }
 
+/// One line of metrics.jsonl; null for a line that is not JSON (a line cut
+/// short by a crash), which readers skip.
+nlohmann::json metrics_line(const std::string& line) {
+  try {
+    return parse_strict_json(line, "metrics.jsonl");
+  } catch (const UsageError&) {
+    return nullptr;
+  }
+}
+
 EpochRecord record_of(const nlohmann::json& j) {
   EpochRecord r;
   r.epoch = j.value("epoch", std::int64_t(0));
@@ -88,8 +100,7 @@ std::vector<EpochRecord> read_metrics(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("epoch")) records.push_back(record_of(j));
+    if (const auto j = metrics_line(line); j.is_object() && j.contains("epoch")) records.push_back(record_of(j));
   }
   return records;
 }
@@ -114,8 +125,8 @@ std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_
   std::ifstream in(path);
   std::string line, text;
   while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("epoch")) continue;
+    const auto j = metrics_line(line);
+    if (!j.is_object() || !j.contains("epoch")) continue;
     if (j.value("epoch", std::int64_t(0)) > last_epoch) continue;
     const EpochRecord r = record_of(j);
     kept.push_back(r);
@@ -267,9 +278,7 @@ TrainingSummary TrainingRun::run() {
     const RunManifest saved = RunManifest::read_newest(config.out_dir);
     check_resume_compatible(saved.config, config, config.out_dir + "/checkpoints");
   } else {
-    fs::create_directories(config.out_dir, ec);
-    if (ec || !fs::is_directory(config.out_dir, ec))
-      throw UsageError("out_dir '" + config.out_dir + "' cannot be created" + (ec ? ": " + ec.message() : ""));
+    prepare_output_directory(config.out_dir, "out_dir");  // created, and writable
   }
   files_ = std::make_unique<Files>(config.out_dir);
   const CheckpointStore store(config.out_dir);

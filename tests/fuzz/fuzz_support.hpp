@@ -64,8 +64,7 @@ void expect_clean_rejection(F&& load) {
   } catch (const foxrl::LogicError& e) {
     std::fprintf(stderr, "fuzz: LogicError from a bad input: %s\n", e.what());
     std::abort();
-  } catch (const foxrl::Error&) {
-  }
+  } catch (const foxrl::Error&) {}
 }
 
 /// Starts Kokkos once (never finalized: the fuzzers' components live until

@@ -18,9 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       foxrl::LoadReport report;
       const foxrl::MarketSeries s = foxrl::load_market_csv(path, options, &report);
       // What the loader promises of a series it returns.
-      if (s.size() == 0 || s.timestamp.size() != s.size() || s.open.size() != s.size() ||
-          s.high.size() != s.size() || s.low.size() != s.size() || s.volume.size() != s.size() ||
-          report.rows_loaded != s.size())
+      if (s.size() == 0 || s.timestamp.size() != s.size() || s.open.size() != s.size() || s.high.size() != s.size() ||
+          s.low.size() != s.size() || s.volume.size() != s.size() || report.rows_loaded != s.size())
         std::abort();
       for (std::size_t i = 1; i < s.size(); ++i)
         if (s.timestamp[i] <= s.timestamp[i - 1]) std::abort();

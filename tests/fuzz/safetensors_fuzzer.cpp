@@ -16,8 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::size_t bytes = 0;
     for (const auto& t : f.tensors) {
       const std::size_t element = foxrl::safetensors::dtype_size(t.dtype);
-      if (element == 0 || t.numel() < 0 || t.data.size() != static_cast<std::size_t>(t.numel()) * element)
-        std::abort();
+      if (element == 0 || t.numel() < 0 || t.data.size() != static_cast<std::size_t>(t.numel()) * element) std::abort();
       if (f.find(t.name) == nullptr) std::abort();
       bytes += t.data.size();
     }

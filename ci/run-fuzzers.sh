@@ -55,7 +55,12 @@ echo "fuzz: built in $(($(date +%s) - start)) s"
 bin=build/fuzz/tests/fuzz
 out=build/fuzz/fuzz-out
 work=$(mktemp -d "${TMPDIR:-/tmp}/foxrl-fuzz.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# The fuzzers write each input to a file here (memory-backed where possible).
+scratch_root=/dev/shm
+[ -d "$scratch_root" ] && [ -w "$scratch_root" ] || scratch_root="$work"
+export FOXRL_FUZZ_SCRATCH
+FOXRL_FUZZ_SCRATCH=$(mktemp -d "$scratch_root/foxrl-fuzz-scratch.XXXXXX")
+trap 'rm -rf "$work" "$FOXRL_FUZZ_SCRATCH"' EXIT
 "$bin/foxrl_fuzz_seeds" "$work/generated"
 
 # Sanitizer reports abort with a stack; UBSan findings are errors.

@@ -24,15 +24,21 @@
 
 namespace foxrl::fuzz {
 
-/// A directory of this process for input files: under /dev/shm where it
-/// exists, else the system temp directory. Created once; removed at exit.
+/// A directory of this process for input files: under $FOXRL_FUZZ_SCRATCH
+/// when set, else /dev/shm where it exists, else the system temp directory.
+/// Created once; removed at exit.
 inline const std::string& scratch_dir() {
   // Never destroyed: the exit handler that removes the directory runs after
   // the destructors of statics made later.
   static const std::string* const dir = [] {
     namespace fs = std::filesystem;
     std::error_code ec;
-    const fs::path root = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+    // FOXRL_FUZZ_SCRATCH (ci/run-fuzzers.sh sets it) keeps the directories of
+    // crashed runs, which skip the exit handler, where the caller cleans up.
+    const char* chosen = std::getenv("FOXRL_FUZZ_SCRATCH");
+    const fs::path root = chosen != nullptr && *chosen != '\0' ? fs::path(chosen)
+                          : fs::is_directory("/dev/shm", ec)   ? fs::path("/dev/shm")
+                                                               : fs::temp_directory_path();
     const fs::path d = root / ("foxrl_fuzz_" + std::to_string(::getpid()));
     fs::create_directories(d);
     std::atexit([] {

@@ -244,6 +244,7 @@ class DqnTrainer {
   DqnLearner<ExecSpace>& learner() { return *learner_; }
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
+  ExperienceCollector<ExecSpace>& collector() { return *collector_; }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
   const RunSpec& spec() const { return spec_; }

@@ -9,6 +9,8 @@
 #include "run/policy.hpp"
 #include "run/setup.hpp"
 
+#include <cctype>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -22,6 +24,18 @@ struct EvalArgs {
   std::string out_dir;
   bool allow_implausible_bars = false;
 };
+
+/// "<split>_epoch-<N>", plus "_<data file stem>" for --data (letters,
+/// digits, '-' and '.' kept, anything else '_').
+std::string output_stem(const std::string& split, std::int64_t epoch, const std::string& data) {
+  std::string stem = split + "_epoch-" + std::to_string(epoch);
+  if (data.empty()) return stem;
+  std::string file = std::filesystem::path(data).stem().string().substr(0, 64);
+  for (char& c : file) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  }
+  return stem + "_" + file;
+}
 
 int run_eval(const EvalArgs& args) {
   using Exec = Kokkos::DefaultExecutionSpace;
@@ -44,7 +58,7 @@ int run_eval(const EvalArgs& args) {
   std::optional<SignalAdapter<Exec>> adapter;
   if (manifest.has_normalizer) {
     adapter = make_adapter(space, spec);
-    adapter->import_state(space, manifest.normalizer, args.run_dir + "/checkpoint.json");
+    adapter->import_state(space, manifest.normalizer, checkpoint + "/checkpoint.json");
     adapter->set_frozen(true);
   }
   const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data,
@@ -52,9 +66,13 @@ int run_eval(const EvalArgs& args) {
   std::cout << market.data.describe() << "\n" << report.table();
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
   prepare_output_directory(out, args.out_dir.empty() ? "--run" : "--out");
-  write_file_atomically(out + "/evaluation_" + args.split + ".json", report.json() + "\n");
-  write_file_atomically(out + "/equity_" + args.split + ".svg", report.svg());
-  std::cout << "wrote " << out << "/evaluation_" << args.split << ".json and equity_" << args.split << ".svg\n";
+  // One name per split, checkpoint and data file: evaluations of other
+  // checkpoints or data never overwrite each other (nor train's
+  // evaluation.json).
+  const std::string name = output_stem(args.split, manifest.epoch, args.data);
+  write_file_atomically(out + "/evaluation_" + name + ".json", report.json() + "\n");
+  write_file_atomically(out + "/equity_" + name + ".svg", report.svg());
+  std::cout << "wrote " << out << "/evaluation_" << name << ".json and equity_" << name << ".svg\n";
   return 0;
 }
 
@@ -68,7 +86,8 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--split", args->split, "Time split")
       ->check(CLI::IsMember({"train", "validation", "test"}))
       ->capture_default_str();
-  cmd->add_option("--out", args->out_dir, "Where evaluation_<split>.json and equity_<split>.svg go (default: --run)");
+  cmd->add_option("--out", args->out_dir,
+                  "Where evaluation_<split>_epoch-<N>[_<data>].json and equity_....svg go (default: --run)");
   cmd->add_flag("--allow-implausible-bars", args->allow_implausible_bars,
                 "Accept --data bars that move more than 10x within a bar or from the last close");
   return [cmd, args]() { return cmd->parsed() ? run_eval(*args) : -1; };

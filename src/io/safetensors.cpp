@@ -194,7 +194,8 @@ File read(const std::string& path) {
   for (const auto& e : entries)
     if (file.checksummed && checksums.count(e.name) == 0)
       fail_tensor(path, e.name, "no checksum, though the file has checksums for other tensors (damaged header?)");
-  for (const auto& [name, value] : checksums) {
+  for (const auto& checksum : checksums) {
+    const std::string& name = checksum.first;  // not a structured binding: C++17 lambdas cannot capture those
     const bool known = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
     if (!known) fail(path, "a checksum for tensor '" + name + "', which the file does not hold (damaged header?)");
   }

@@ -40,6 +40,9 @@ done
 if [ ${#targets[@]} -eq 0 ]; then targets=("${all[@]}"); fi
 default_seconds=20
 if [ "$long" -eq 1 ]; then default_seconds=300; fi
+# Accepted trainer states also run two training iterations, so a loaded
+# value that passes validation but breaks a kernel is found too.
+export FOXRL_FUZZ_ITERATE="${FOXRL_FUZZ_ITERATE:-1}"
 seconds="${FUZZ_SECONDS:-$default_seconds}"
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "run-fuzzers: FUZZ_SECONDS must be a positive integer, got '$seconds'" >&2

@@ -214,6 +214,18 @@ TEST_CASE("resume refuses missing, damaged and mismatched checkpoints", "[resume
     CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(state) && Catch::Contains("checksum mismatch"));
     restore();
   }
+  SECTION("a manifest nested 100,000 deep") {
+    // Refused by the strict reader with its line and column, not a stack
+    // overflow.
+    const std::string manifest = dir + "/checkpoint.json";
+    const std::string text = read_bytes(manifest);
+    std::ofstream(manifest, std::ios::binary | std::ios::trunc)
+        << "{\"config\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+    Trainer t(tiny_config("cartpole", dir, 2));
+    CHECK_THROWS_AS(t.resume(dir), foxrl::UsageError);
+    CHECK_THROWS_WITH(t.resume(dir), Catch::Contains(manifest + ":1:") && Catch::Contains("nest"));
+    std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text;
+  }
   SECTION("an edited manifest") {
     const std::string manifest = dir + "/checkpoint.json";
     const std::string text = read_bytes(manifest);

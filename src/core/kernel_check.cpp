@@ -56,6 +56,17 @@ void KernelCheck::install() {
   is_installed = true;
 }
 
+void KernelCheck::uninstall() {
+  namespace KTE = Kokkos::Tools::Experimental;
+  KTE::set_begin_parallel_for_callback(nullptr);
+  KTE::set_begin_parallel_reduce_callback(nullptr);
+  KTE::set_begin_parallel_scan_callback(nullptr);
+  KTE::set_end_parallel_for_callback(nullptr);
+  KTE::set_end_parallel_reduce_callback(nullptr);
+  KTE::set_end_parallel_scan_callback(nullptr);
+  is_installed = false;
+}
+
 bool KernelCheck::installed() { return is_installed; }
 
 std::string KernelCheck::last_kernel() {

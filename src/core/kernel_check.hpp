@@ -21,7 +21,9 @@ class KernelCheck {
   static bool install_from_environment();
   /// Installs the check (replaces any other tools callbacks of kernels).
   static void install();
-  /// Whether install() ran.
+  /// Removes the check (the kernels' tools callbacks are cleared).
+  static void uninstall();
+  /// Whether the check is installed.
   static bool installed();
   /// The label of the last kernel launched while installed ("" before).
   static std::string last_kernel();

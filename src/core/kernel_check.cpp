@@ -36,6 +36,20 @@ void on_end(std::uint64_t) {
 #endif
 }
 
+using BeginCallback = void (*)(const char*, std::uint32_t, std::uint64_t*);
+using EndCallback = void (*)(std::uint64_t);
+
+/// The begin and end callbacks of all three kernel kinds (null: none).
+void set_kernel_callbacks(BeginCallback begin, EndCallback end) {
+  namespace KTE = Kokkos::Tools::Experimental;
+  KTE::set_begin_parallel_for_callback(begin);
+  KTE::set_begin_parallel_reduce_callback(begin);
+  KTE::set_begin_parallel_scan_callback(begin);
+  KTE::set_end_parallel_for_callback(end);
+  KTE::set_end_parallel_reduce_callback(end);
+  KTE::set_end_parallel_scan_callback(end);
+}
+
 }  // namespace
 
 bool KernelCheck::install_from_environment() {
@@ -46,24 +60,12 @@ bool KernelCheck::install_from_environment() {
 }
 
 void KernelCheck::install() {
-  namespace KTE = Kokkos::Tools::Experimental;
-  KTE::set_begin_parallel_for_callback(on_begin);
-  KTE::set_begin_parallel_reduce_callback(on_begin);
-  KTE::set_begin_parallel_scan_callback(on_begin);
-  KTE::set_end_parallel_for_callback(on_end);
-  KTE::set_end_parallel_reduce_callback(on_end);
-  KTE::set_end_parallel_scan_callback(on_end);
+  set_kernel_callbacks(on_begin, on_end);
   is_installed = true;
 }
 
 void KernelCheck::uninstall() {
-  namespace KTE = Kokkos::Tools::Experimental;
-  KTE::set_begin_parallel_for_callback(nullptr);
-  KTE::set_begin_parallel_reduce_callback(nullptr);
-  KTE::set_begin_parallel_scan_callback(nullptr);
-  KTE::set_end_parallel_for_callback(nullptr);
-  KTE::set_end_parallel_reduce_callback(nullptr);
-  KTE::set_end_parallel_scan_callback(nullptr);
+  set_kernel_callbacks(nullptr, nullptr);
   is_installed = false;
 }
 

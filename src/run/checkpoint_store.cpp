@@ -102,7 +102,7 @@ std::string CheckpointStore::publish(std::int64_t epoch, const std::function<voi
   write(staging);  // each file is written, fsynced and renamed into staging
   sync_directory(staging);
 
-  const std::string target = checkpoints_dir() + "/" + name;
+  std::string target = checkpoints_dir() + "/" + name;
   std::string replaced;
   if (fs::exists(target, ec)) {
     replaced = checkpoints_dir() + "/" + deleting_prefix + name + pid_suffix();

@@ -38,7 +38,7 @@ std::string RunIdentity::new_run_id() {
   // A fixed id makes two runs' checkpoints byte-comparable (reproducibility
   // checks, the crash campaign); it must still look like an id.
   if (const char* fixed = std::getenv("FOXRL_RUN_ID")) {
-    const std::string id = fixed;
+    std::string id = fixed;
     const bool plain =
         !id.empty() && id.size() <= 64 &&
         id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == std::string::npos;

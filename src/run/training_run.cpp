@@ -221,7 +221,7 @@ RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) 
     const auto& g = generations[i];
     try {
       if (!trainer_) trainer_ = make_trainer();
-      const RunManifest manifest = trainer_->resume(g.path);
+      RunManifest manifest = trainer_->resume(g.path);
       // Newer generations that failed are set aside, never read again (the
       // resumed run writes its own generations of those epochs).
       for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);

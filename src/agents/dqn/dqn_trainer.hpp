@@ -206,7 +206,7 @@ class DqnTrainer {
   /// must be discarded.
   RunManifest resume(const std::string& dir) {
     const auto& space = context_.space();
-    const RunManifest manifest = RunManifest::read(dir);
+    RunManifest manifest = RunManifest::read(dir);
     check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
     const std::string state_path = dir + "/" + trainer_state_file;
     const std::string weights_path = dir + "/checkpoint.safetensors";

@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
 
+#include "support/tiny_trainer_config.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -32,26 +34,7 @@ std::string scratch_dir(const std::string& name) {
 /// evicts boundary rows, copies the target and crosses learning_starts in
 /// the first epoch.
 foxrl::TrainConfig tiny_config(const std::string& env, const std::string& out_dir, std::int64_t epochs) {
-  foxrl::TrainConfig c;
-  c.env = foxrl::parse_env_kind(env);
-  c.num_envs = 4;
-  c.hidden = {16, 16};
-  c.batch_size = 16;
-  c.buffer_capacity = 96;
-  c.learning_starts = 64;
-  c.iterations_per_epoch = 40;
-  c.target_update_every = 10;
-  c.eps_decay_env_steps = 200;
-  c.per_beta_anneal_updates = 100;
-  c.seed = 7;
-  c.epochs = epochs;
-  c.out_dir = out_dir;
-  if (env == "market") {
-    c.synthetic_bars = 2000;
-    c.episode_length = 30;
-    c.window = 16;
-  }
-  return c;
+  return foxrl::test::tiny_trainer_config(env, out_dir, epochs);
 }
 
 std::string read_bytes(const std::string& path) {

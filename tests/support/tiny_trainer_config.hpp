@@ -1,0 +1,38 @@
+#pragma once
+// The smallest trainer config that still exercises a whole run's state:
+// the replay ring wraps (capacity 96), boundary rows are evicted, the target
+// is copied and learning starts in the first epoch. Shared by the resume and
+// state-validation tests.
+
+#include "config/env_kind.hpp"
+#include "config/train_config.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace foxrl::test {
+
+inline TrainConfig tiny_trainer_config(const std::string& env, const std::string& out_dir, std::int64_t epochs) {
+  TrainConfig c;
+  c.env = parse_env_kind(env);
+  c.num_envs = 4;
+  c.hidden = {16, 16};
+  c.batch_size = 16;
+  c.buffer_capacity = 96;
+  c.learning_starts = 64;
+  c.iterations_per_epoch = 40;
+  c.target_update_every = 10;
+  c.eps_decay_env_steps = 200;
+  c.per_beta_anneal_updates = 100;
+  c.seed = 7;
+  c.epochs = epochs;
+  c.out_dir = out_dir;
+  if (env == "market") {
+    c.synthetic_bars = 2000;
+    c.episode_length = 30;
+    c.window = 16;
+  }
+  return c;
+}
+
+}  // namespace foxrl::test

@@ -186,6 +186,124 @@ struct TargetUpdate {
   float tau = 0.0f;
 };
 
+/// One optimizer step's work of thread `t` of `threads` (adam_update's
+/// body, shared with the fused CUDA optimizer of kernels/cuda/, so both
+/// apply the same arithmetic to every element). GPUs: thread t takes
+/// elements t, t + threads, ...; host backends: a contiguous chunk of
+/// adam_per_thread elements.
+template <class MemorySpace, bool host>
+struct AdamStep {
+  AdamHyper h;
+  FlatParams<MemorySpace> params, grads, m, v;
+  Kokkos::View<std::int64_t, MemorySpace> step;
+  Kokkos::View<float*, MemorySpace> metrics;
+  FlatParams<MemorySpace> target;
+  bool polyak = false, copy = false, guarded = false;
+  float tau = 0.0f;
+  Kokkos::View<const double*, MemorySpace> gs;
+  GuardedStep<MemorySpace> g;
+  Kokkos::View<float*, MemorySpace> td;
+  std::size_t n = 0, rows = 0, threads = 1;
+  std::size_t per_thread = 1;  ///< host: elements of one thread's chunk
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
+    const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
+    if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
+    const std::size_t begin = host ? t * per_thread : t;
+    const std::size_t stride = host ? 1 : threads;
+    const std::size_t end = host ? (begin + per_thread < n ? begin + per_thread : n) : n;
+    // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
+    float lr = h.lr;
+    if (guarded) {
+      const int verdict = static_cast<int>(gs(GuardState::verdict));
+      if (verdict != GuardState::apply) {
+        // Healthy rows keep their priority; rows whose own td error is
+        // non-finite (finite weights: a broken reward or state) keep it
+        // and are quarantined by the replay's priority update.
+        const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
+        for (std::size_t i = t; i < rows; i += threads)
+          if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
+        if (verdict == GuardState::restore)
+          for (std::size_t i = begin; i < end; i += stride)
+            for (int b = 0; b < g.buffers; ++b) g.live[b][i] = g.saved[b][i];
+        return;
+      }
+      lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
+    }
+    float coef = 1.0f;
+    if (h.max_grad_norm > 0.0f) {
+      coef = h.max_grad_norm / (norm + 1e-6f);
+      coef = coef < 1.0f ? coef : 1.0f;
+    }
+    const double ts = static_cast<double>(step());
+    const double bc1 = 1.0 - math::pow(static_cast<double>(h.beta1), ts);
+    const double bc2 = 1.0 - math::pow(static_cast<double>(h.beta2), ts);
+    const float step_size = static_cast<float>(static_cast<double>(lr) / bc1);
+    const float bc2_sqrt = static_cast<float>(math::sqrt(bc2));
+
+    for (std::size_t i = begin; i < end; i += stride) {
+      float p = params(i);
+      float gi = grads(i) * coef;
+      if (h.weight_decay != 0.0f) {
+        if (h.weight_decay_mode == WeightDecayMode::l2)
+          gi += h.weight_decay * p;
+        else
+          p *= 1.0f - lr * h.weight_decay;
+      }
+      float mi = m(i);
+      mi += (1.0f - h.beta1) * (gi - mi);
+      const float vi = v(i) * h.beta2 + (1.0f - h.beta2) * gi * gi;
+      const float denom = math::sqrt(vi) / bc2_sqrt + h.eps;
+      p -= step_size * (mi / denom);
+      m(i) = mi;
+      v(i) = vi;
+      params(i) = p;
+      if (copy)
+        target(i) = p;
+      else if (polyak)
+        target(i) = tau * p + (1.0f - tau) * target(i);
+    }
+  }
+};
+
+/// The AdamStep of one optimizer step, checked: `threads` threads share
+/// the elements (host backends: chunks of OptimizerTiling's
+/// adam_per_thread; `threads` is then derived from n).
+template <class ExecSpace, class MemorySpace>
+AdamStep<MemorySpace, OptimizerTiling<ExecSpace>::team_size == 1> make_adam_step(
+    const AdamHyper& hyper, const FlatParams<MemorySpace>& params, const FlatParams<MemorySpace>& grads,
+    const FlatParams<MemorySpace>& m, const FlatParams<MemorySpace>& v,
+    const Kokkos::View<std::int64_t, MemorySpace>& step, const Kokkos::View<float*, MemorySpace>& metrics,
+    const TargetUpdate<MemorySpace>& target_update, const GuardedStep<MemorySpace>& guard) {
+  using T = OptimizerTiling<ExecSpace>;
+  AdamStep<MemorySpace, T::team_size == 1> s;
+  s.h = hyper;
+  s.n = params.extent(0);
+  if (grads.extent(0) != s.n || m.extent(0) != s.n || v.extent(0) != s.n)
+    throw LogicError("foxrl::kernels::adam_update: params, grads and moments differ in length");
+  s.params = params;
+  s.grads = grads;
+  s.m = m;
+  s.v = v;
+  s.step = step;
+  s.metrics = metrics;
+  s.target = target_update.target;
+  s.polyak = target_update.tau > 0.0f && s.target.extent(0) == s.n;
+  s.copy = s.polyak && target_update.tau >= 1.0f;
+  s.tau = target_update.tau;
+  s.guarded = guard.state.extent(0) > 0;
+  if (s.guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.length != s.n))
+    throw LogicError("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
+  s.gs = guard.state;
+  s.g = guard;
+  s.td = guard.td_errors;
+  s.rows = s.td.extent(0);
+  s.per_thread = T::adam_per_thread;
+  const std::size_t threads = (s.n + T::adam_per_thread - 1) / T::adam_per_thread;
+  s.threads = threads > 0 ? threads : 1;
+  return s;
+}
+
 /// Clip + Adam (+ Polyak) in one pass over the flat buffers. `step` must
 /// already count this step (t >= 1); metrics(grad_sq) must hold the squared
 /// gradient norm; metrics(grad_norm) receives its root. `target` (see
@@ -203,84 +321,9 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
                  const Kokkos::View<float*, MemorySpace>& metrics,
                  const TargetUpdate<MemorySpace>& target_update = TargetUpdate<MemorySpace>(),
                  const GuardedStep<MemorySpace>& guard = GuardedStep<MemorySpace>()) {
-  using T = OptimizerTiling<ExecSpace>;
-  constexpr bool host = T::team_size == 1;
-  const AdamHyper h = hyper;
-  const std::size_t n = params.extent(0);
-  if (grads.extent(0) != n || m.extent(0) != n || v.extent(0) != n)
-    throw LogicError("foxrl::kernels::adam_update: params, grads and moments differ in length");
-  const auto target = target_update.target;
-  const bool polyak = target_update.tau > 0.0f && target.extent(0) == n;
-  const bool copy = polyak && target_update.tau >= 1.0f;
-  const float tau = target_update.tau;
-  const bool guarded = guard.state.extent(0) > 0;
-  if (guarded && (guard.state.extent(0) < std::size_t(GuardState::count) || guard.length != n))
-    throw LogicError("foxrl::kernels::adam_update: the guard's state or snapshot does not match the parameters");
-  const auto gs = guard.state;
-  const GuardedStep<MemorySpace> g = guard;
-  const auto td = guard.td_errors;
-  const std::size_t rows = td.extent(0);
-  const std::size_t threads = (n + T::adam_per_thread - 1) / T::adam_per_thread;
-  Kokkos::parallel_for(
-      "foxrl::kernels::adam_update", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, threads > 0 ? threads : 1)),
-      KOKKOS_LAMBDA(std::size_t t) {
-        const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
-        if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
-        const std::size_t begin = host ? t * T::adam_per_thread : t;
-        const std::size_t stride = host ? 1 : threads;
-        const std::size_t end = host ? (begin + T::adam_per_thread < n ? begin + T::adam_per_thread : n) : n;
-        // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
-        float lr = h.lr;
-        if (guarded) {
-          const int verdict = static_cast<int>(gs(GuardState::verdict));
-          if (verdict != GuardState::apply) {
-            // Healthy rows keep their priority; rows whose own td error is
-            // non-finite (finite weights: a broken reward or state) keep it
-            // and are quarantined by the replay's priority update.
-            const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
-            for (std::size_t i = t; i < rows; i += threads)
-              if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
-            if (verdict == GuardState::restore)
-              for (std::size_t i = begin; i < end; i += stride)
-                for (int b = 0; b < g.buffers; ++b) g.live[b][i] = g.saved[b][i];
-            return;
-          }
-          lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
-        }
-        float coef = 1.0f;
-        if (h.max_grad_norm > 0.0f) {
-          coef = h.max_grad_norm / (norm + 1e-6f);
-          coef = coef < 1.0f ? coef : 1.0f;
-        }
-        const double ts = static_cast<double>(step());
-        const double bc1 = 1.0 - math::pow(static_cast<double>(h.beta1), ts);
-        const double bc2 = 1.0 - math::pow(static_cast<double>(h.beta2), ts);
-        const float step_size = static_cast<float>(static_cast<double>(lr) / bc1);
-        const float bc2_sqrt = static_cast<float>(math::sqrt(bc2));
-
-        for (std::size_t i = begin; i < end; i += stride) {
-          float p = params(i);
-          float g = grads(i) * coef;
-          if (h.weight_decay != 0.0f) {
-            if (h.weight_decay_mode == WeightDecayMode::l2)
-              g += h.weight_decay * p;
-            else
-              p *= 1.0f - lr * h.weight_decay;
-          }
-          float mi = m(i);
-          mi += (1.0f - h.beta1) * (g - mi);
-          const float vi = v(i) * h.beta2 + (1.0f - h.beta2) * g * g;
-          const float denom = math::sqrt(vi) / bc2_sqrt + h.eps;
-          p -= step_size * (mi / denom);
-          m(i) = mi;
-          v(i) = vi;
-          params(i) = p;
-          if (copy)
-            target(i) = p;
-          else if (polyak)
-            target(i) = tau * p + (1.0f - tau) * target(i);
-        }
-      });
+  const auto s = make_adam_step<ExecSpace>(hyper, params, grads, m, v, step, metrics, target_update, guard);
+  Kokkos::parallel_for("foxrl::kernels::adam_update",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, s.threads)), s);
 }
 
 /// target = tau * online + (1 - tau) * target (a standalone Polyak update).

@@ -10,14 +10,18 @@
 //   (the gradient hook, if set: e.g. an all-reduce of gradients and metrics)
 //   apply_gradients: gradient norm (reduced on the device, with the guard's
 //     decision in the same launch), then clip + Adam (+ Polyak or hard
-//     target copy, or the guard's skip or restore) in one launch; hard
+//     target copy, or the guard's skip or restore) in one launch (on CUDA
+//     both in one fused launch, kernels/cuda/fused_optimizer.cuh); hard
 //     target copies follow a host-side update counter.
-// No host sync and no allocation inside update(). docs/design.md lists the
-// launches of both dense backends.
+// No host sync and no allocation inside update(). On CUDA, update() without
+// a gradient hook replays its launches as a CUDA graph (core/stream_graph.hpp):
+// the same kernels with the same arguments, so the same results.
+// docs/design.md lists the launches of both dense backends.
 
 #include "agents/dqn/dqn_checkpoint.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "core/stream_graph.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/adam.hpp"
@@ -38,6 +42,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,6 +74,9 @@ struct DqnLearnerConfig {
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
   GuardConfig guard;
+  /// CUDA: replay update() as a CUDA graph (core/stream_graph.hpp); results
+  /// are the same either way.
+  bool cuda_graphs = true;
 
   AdamHyper adam() const {
     AdamHyper h;
@@ -128,7 +136,8 @@ class DqnLearner {
 
   /// Allocates everything and initialises online (= target) weights from
   /// config.seed; work is queued on `space`.
-  DqnLearner(const ExecSpace& space, const DqnLearnerConfig& config) : config_(config) {
+  DqnLearner(const ExecSpace& space, const DqnLearnerConfig& config)
+      : config_(config), graphs_(std::make_unique<StreamGraphs<ExecSpace>>(config.cuda_graphs)) {
     config_.validate();
     layout_ = NetworkLayout::dueling(config_.obs_dim, config_.hidden, config_.num_actions);
     const int B = config_.max_batch;
@@ -168,11 +177,36 @@ class DqnLearner {
   /// One gradient step on `batch` (size <= max_batch), all on `space`:
   /// compute_gradients, the gradient hook (if set), apply_gradients.
   void update(const ExecSpace& space, const Batch<memory_space>& batch) {
-    const auto g = compute_gradients(space, batch);
-    if (!g) return;
-    if (hook_) hook_(space, g.grads, g.metrics);
-    apply_gradients(space);
+    if (hook_) {
+      const auto g = compute_gradients(space, batch);
+      if (!g) return;
+      hook_(space, g.grads, g.metrics);
+      apply_gradients(space);
+      return;
+    }
+    check_batch(batch);
+    if (batch.size() == 0) return;
+    check_no_pending("update");
+    // Everything a launch of the update bakes in that can change between
+    // updates: the batch's buffers and size, and the target update.
+    const float tau = next_target_tau();
+    const StreamGraphKey key = {reinterpret_cast<std::uintptr_t>(batch.states.data()),
+                                reinterpret_cast<std::uintptr_t>(batch.next_states.data()),
+                                reinterpret_cast<std::uintptr_t>(batch.actions.data()),
+                                reinterpret_cast<std::uintptr_t>(batch.rewards.data()),
+                                reinterpret_cast<std::uintptr_t>(batch.discounts.data()),
+                                reinterpret_cast<std::uintptr_t>(batch.is_weights.data()),
+                                static_cast<std::uintptr_t>(batch.size()),
+                                static_cast<std::uintptr_t>(tau_bits(tau))};
+    graphs_->run(space, key, [&] {
+      launch_gradients(space, batch);
+      launch_apply(space, tau);
+    });
+    ++updates_;
   }
+
+  /// Graph replays of update() so far (0 off CUDA or with graphs off).
+  std::int64_t graph_replays() const { return graphs_->replays(); }
 
   /// Sets (or, with an empty function, clears) the hook update() calls
   /// between the two halves.
@@ -186,6 +220,32 @@ class DqnLearner {
   /// changed on the instance (an all-reduce over data-parallel replicas;
   /// fault-injection tests plant non-finite gradients there).
   DqnGradients<memory_space> compute_gradients(const ExecSpace& space, const Batch<memory_space>& batch) {
+    check_batch(batch);
+    if (batch.size() == 0) return {};
+    check_no_pending("compute_gradients");
+    launch_gradients(space, batch);
+    gradients_pending_ = true;
+    return {grads_, metrics_};
+  }
+
+  /// The second half of update(): gradient norm (scanning the online
+  /// weights for non-finite values) with the guard's decision, then clip +
+  /// Adam and the target update, or the guard's skip or restore (one launch
+  /// for each half, or on CUDA one fused launch for both). A hard target
+  /// copy is the Polyak update with tau 1 fused into the Adam pass, so it
+  /// happens only with an applied step: a rejected update changes no
+  /// weight, the target's included, and a non-finite online network never
+  /// reaches the target.
+  void apply_gradients(const ExecSpace& space) {
+    if (!gradients_pending_)
+      throw LogicError("foxrl::DqnLearner::apply_gradients: no gradients (call compute_gradients first)");
+    gradients_pending_ = false;
+    launch_apply(space, next_target_tau());
+    ++updates_;
+  }
+
+ private:
+  void check_batch(const Batch<memory_space>& batch) const {
     const int B = batch.size();
     check_rows("update", B, config_.max_batch);
     if (batch.obs_dim() != layout_.obs_dim || batch.next_states.extent(0) != std::size_t(B) ||
@@ -194,9 +254,30 @@ class DqnLearner {
         batch.is_weights.extent(0) != std::size_t(B))
       throw LogicError("foxrl::DqnLearner::update: batch fields must all have " + std::to_string(B) +
                        " rows and states obs_dim " + std::to_string(layout_.obs_dim));
-    if (B == 0) return {};
+  }
+
+  void check_no_pending(const char* what) const {
     if (gradients_pending_)
-      throw LogicError("foxrl::DqnLearner::compute_gradients: the previous gradients were never applied");
+      throw LogicError(std::string("foxrl::DqnLearner::") + what + ": the previous gradients were never applied");
+  }
+
+  /// The target update of the next applied step: Polyak tau, 1 for a due
+  /// hard copy, 0 for none.
+  float next_target_tau() const {
+    if (config_.polyak_tau > 0.0f) return config_.polyak_tau;
+    return (updates_ + 1) % config_.target_update_every == 0 ? 1.0f : 0.0f;
+  }
+
+  static std::uint32_t tau_bits(float tau) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &tau, sizeof bits);
+    return bits;
+  }
+
+  /// compute_gradients' launches (no host state changes: update() may
+  /// replay them as a graph).
+  void launch_gradients(const ExecSpace& space, const Batch<memory_space>& batch) {
+    const int B = batch.size();
     const bool blas = config_.dense_backend == DenseBackend::blas;
     const int L = layout_.num_layers;
 
@@ -225,29 +306,16 @@ class DqnLearner {
 
     online_net_.backward(space, online_.flat, batch.states, ConstMatrix<memory_space>(args.d_head), grads_,
                          blas ? HeadBiasGrad::given : HeadBiasGrad::compute);
-    gradients_pending_ = true;
-    return {grads_, metrics_};
   }
 
-  /// The second half of update(): gradient norm (scanning the online
-  /// weights for non-finite values) with the guard's decision, then one
-  /// launch that applies clip + Adam and the target update, or the guard's
-  /// skip or restore. A hard target copy is the Polyak update with tau 1
-  /// fused into that launch, so it happens only with an applied step: a
-  /// rejected update changes no weight, the target's included, and a
-  /// non-finite online network never reaches the target.
-  void apply_gradients(const ExecSpace& space) {
-    if (!gradients_pending_)
-      throw LogicError("foxrl::DqnLearner::apply_gradients: no gradients (call compute_gradients first)");
-    gradients_pending_ = false;
-    kernels::gradient_sq_norm_then(space, grads_, online_.flat, guard_.decision(metrics_), reduce_);
-    const bool polyak = config_.polyak_tau > 0.0f;
-    const bool hard_copy = !polyak && (updates_ + 1) % config_.target_update_every == 0;
-    adam_.apply(space, online_.flat, grads_, metrics_,
-                target_.fused(polyak ? config_.polyak_tau : (hard_copy ? 1.0f : 0.0f)), guard_.step(td_errors_));
-    ++updates_;
+  /// apply_gradients' launches with target update `tau` (no host state
+  /// changes: update() may replay them as a graph).
+  void launch_apply(const ExecSpace& space, float tau) {
+    adam_.step_with_norm(space, online_.flat, grads_, metrics_, guard_.decision(metrics_), reduce_, true,
+                         target_.fused(tau), guard_.step(td_errors_));
   }
 
+ public:
   /// Q-values [R, A] of the online network for `states` [R, obs_dim].
   void q_values(const ExecSpace& space, const ConstMatrix<memory_space>& states,
                 const MutableMatrix<memory_space>& q_out) {
@@ -376,6 +444,7 @@ class DqnLearner {
   matrix d_head_;
   vector td_errors_, metrics_;
   TrainingGuard<ExecSpace> guard_;
+  std::unique_ptr<StreamGraphs<ExecSpace>> graphs_;
   GradientHook hook_;
   std::int64_t updates_ = 0;
   bool gradients_pending_ = false;

@@ -1,0 +1,156 @@
+#pragma once
+// The whole optimizer step in one CUDA launch: gradient norm (with the scan
+// of the online weights for non-finite values), the training guard's
+// decision, then clip + Adam + target update (or the guard's skip or
+// restore) over the flat parameter buffers. The portable path takes two
+// Kokkos launches for the same work (kernels/nn/adam.hpp:
+// gradient_sq_norm_then, then adam_update), and the second cannot start
+// before the first drains; here one cooperative launch crosses two
+// grid-wide barriers instead, and every block reduces its share of the
+// norm with all of its threads.
+//
+// The per-element arithmetic is the portable path's own (kernels::AdamStep);
+// only the norm's summation order differs (a fixed tree over this grid), so
+// results agree with the portable twin to rounding of the norm
+// (tests/test_fused_optimizer.cpp).
+//
+// Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
+
+#include "core/error.hpp"
+#include "kernels/nn/adam.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+
+namespace foxrl {
+namespace kernels {
+namespace cuda {
+
+/// Threads per block of the fused optimizer.
+constexpr int fused_optimizer_block = 256;
+
+/// Sum over the block of `value` in a fixed order (warp shuffles, then the
+/// warps' sums through shared memory); the result is valid in thread 0.
+__device__ inline float block_sum(float value, float* shared) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // `shared` may still be read by a previous call
+  if (lane == 0) shared[warp] = value;
+  __syncthreads();
+  value = 0.0f;
+  if (warp == 0) {
+    value = lane < fused_optimizer_block / 32 ? shared[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  }
+  return value;
+}
+
+/// The fused step; see the file comment. `partials` holds 2 x gridDim.x
+/// floats.
+template <class Finish, class Step>
+__global__ void __launch_bounds__(fused_optimizer_block)
+    fused_optimizer_kernel(const float* grads, const float* params, std::size_t n, float* partials, Finish finish,
+                           Step step) {
+  namespace cg = cooperative_groups;
+  __shared__ float shared[fused_optimizer_block / 32];
+  const cg::grid_group grid = cg::this_grid();
+  const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t id = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+
+  // 1. This thread's share of sum g^2 and of the non-finite weights.
+  float sq = 0.0f, bad = 0.0f;
+  for (std::size_t i = id; i < n; i += threads) {
+    const float g = grads[i];
+    sq += g * g;
+    if (params != nullptr && !isfinite(params[i])) bad += 1.0f;
+  }
+  sq = block_sum(sq, shared);
+  bad = block_sum(bad, shared);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = sq;
+    partials[2 * blockIdx.x + 1] = bad;
+  }
+  grid.sync();
+
+  // 2. One block adds the blocks' sums (each thread a fixed stripe, then
+  // the block's tree) and takes the guard's decision.
+  if (blockIdx.x == 0) {
+    float total = 0.0f, total_bad = 0.0f;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+      total += partials[2 * b];
+      total_bad += partials[2 * b + 1];
+    }
+    total = block_sum(total, shared);
+    total_bad = block_sum(total_bad, shared);
+    if (threadIdx.x == 0) finish(total, total_bad);
+  }
+  grid.sync();
+
+  // 3. Clip + Adam + target update (or the guard's verdict), as the portable
+  // adam_update does it, with this grid's threads.
+  if (id < step.threads) step(id);
+}
+
+/// The most blocks of fused_optimizer_kernel<Finish, Step> that are resident
+/// at once on the current device (a cooperative launch may not exceed it).
+template <class Finish, class Step>
+int fused_optimizer_resident_blocks() {
+  static const int blocks = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_optimizer_kernel<Finish, Step>,
+                                                  fused_optimizer_block, 0);
+    return sms * per_sm;
+  }();
+  return blocks;
+}
+
+/// Blocks one fused step over `n` parameters launches (and partial pairs
+/// its scratch needs).
+template <class Finish, class Step>
+int fused_optimizer_blocks(std::size_t n) {
+  const std::size_t wanted = (n + fused_optimizer_block - 1) / fused_optimizer_block;
+  const int resident = fused_optimizer_resident_blocks<Finish, Step>();
+  const int blocks = static_cast<int>(wanted < std::size_t(resident) ? wanted : std::size_t(resident));
+  return blocks > 0 ? blocks : 1;
+}
+
+/// Launches the fused step on `space`'s stream: sum_i grads(i)^2 and the
+/// count of non-finite params(i) (when `params` is allocated) go to
+/// `finish(grad_sq, nonfinite)` in one thread, then `step` (a configured
+/// AdamStep; its `threads` is set here) runs. `partials` holds
+/// `partial_floats` floats, at least 2 x fused_optimizer_blocks(n).
+template <class Finish, class MemorySpace, bool host>
+void fused_optimizer_step(const Kokkos::Cuda& space, const FlatParams<MemorySpace>& grads,
+                          const FlatParams<MemorySpace>& params, const Finish& finish, AdamStep<MemorySpace, host> step,
+                          float* partials, std::size_t partial_floats) {
+  static_assert(!host, "the fused optimizer is the GPU path");
+  const std::size_t n = grads.extent(0);
+  if (params.extent(0) != 0 && params.extent(0) != n)
+    throw LogicError("foxrl::kernels::cuda::fused_optimizer_step: params and grads differ in length");
+  using Step = AdamStep<MemorySpace, host>;
+  const int blocks = fused_optimizer_blocks<Finish, Step>(n);
+  if (2 * std::size_t(blocks) > partial_floats)
+    throw LogicError("foxrl::kernels::cuda::fused_optimizer_step: " + std::to_string(blocks) + " blocks need " +
+                     std::to_string(2 * blocks) + " partial floats, the scratch holds " +
+                     std::to_string(partial_floats));
+  step.threads = std::size_t(blocks) * fused_optimizer_block;
+  const float* g = grads.data();
+  const float* p = params.extent(0) ? params.data() : nullptr;
+  void* args[] = {&g, &p, const_cast<std::size_t*>(&n), &partials, const_cast<Finish*>(&finish), &step};
+  const cudaError_t status =
+      cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fused_optimizer_kernel<Finish, Step>), dim3(blocks),
+                                  dim3(fused_optimizer_block), args, 0, space.cuda_stream());
+  if (status != cudaSuccess)
+    throw Error(std::string("foxrl::kernels::cuda::fused_optimizer_step: launch failed: ") +
+                cudaGetErrorString(status));
+}
+
+}  // namespace cuda
+}  // namespace kernels
+}  // namespace foxrl

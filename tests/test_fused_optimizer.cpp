@@ -63,10 +63,12 @@ struct OptimizerBuffers {
     td = foxrl::test::to_device(space, td_rows);
     step = Kokkos::View<std::int64_t, Mem>(Kokkos::view_alloc(space, "foxrl::test::step"));
     Kokkos::deep_copy(space, step, std::int64_t(7));  // the loss kernel already counted this step
-    metrics = Kokkos::View<float*, Mem>(Kokkos::view_alloc(space, "foxrl::test::metrics"), foxrl::LearnerMetrics::count);
+    metrics =
+        Kokkos::View<float*, Mem>(Kokkos::view_alloc(space, "foxrl::test::metrics"), foxrl::LearnerMetrics::count);
     Kokkos::deep_copy(space, Kokkos::subview(metrics, int(foxrl::LearnerMetrics::loss)), 0.25f);
-    guard = foxrl::TrainingGuard<Exec>(
-        space, {{"online", params}, {"target", target}, {"adam_m", m}, {"adam_v", v, true}}, step, foxrl::GuardConfig{});
+    guard =
+        foxrl::TrainingGuard<Exec>(space, {{"online", params}, {"target", target}, {"adam_m", m}, {"adam_v", v, true}},
+                                   step, foxrl::GuardConfig{});
     guard.snapshot(space, true);
     if (nan_at >= 0.0f) {
       Kokkos::deep_copy(space, Kokkos::subview(params, std::size_t(nan_at)), std::numeric_limits<float>::quiet_NaN());
@@ -102,9 +104,12 @@ double worst_relative(const std::vector<float>& a, const std::vector<float>& b, 
 TEST_CASE("the fused CUDA optimizer step matches its portable twin", "[optimizer][fused][cuda]") {
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  const std::vector<std::size_t> sizes = {
-      foxrl::NetworkLayout::dueling(65, {120, 84}, 3).total, foxrl::NetworkLayout::dueling(4, {120, 84}, 2).total,
-      foxrl::NetworkLayout::dueling(65, {512, 512}, 3).total, 1, 1000, 257};
+  const std::vector<std::size_t> sizes = {foxrl::NetworkLayout::dueling(65, {120, 84}, 3).total,
+                                          foxrl::NetworkLayout::dueling(4, {120, 84}, 2).total,
+                                          foxrl::NetworkLayout::dueling(65, {512, 512}, 3).total,
+                                          1,
+                                          1000,
+                                          257};
   struct Case {
     std::string name;
     float max_grad_norm, tau, weight_decay;

@@ -19,9 +19,9 @@
 #include "core/error.hpp"
 #include "kernels/nn/adam.hpp"
 
-#include <Kokkos_Core.hpp>
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
+#include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <string>
@@ -103,8 +103,8 @@ int fused_optimizer_resident_blocks() {
     int device = 0, sms = 0, per_sm = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_optimizer_kernel<Finish, Step>,
-                                                  fused_optimizer_block, 0);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_optimizer_kernel<Finish, Step>, fused_optimizer_block,
+                                                  0);
     return sms * per_sm;
   }();
   return blocks;

@@ -130,7 +130,8 @@ class StreamGraphs<Kokkos::Cuda> {
   };
 
   static void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw Error(std::string("foxrl::StreamGraphs: ") + what + ": " + cudaGetErrorString(status));
+    if (status != cudaSuccess)
+      throw Error(std::string("foxrl::StreamGraphs: ") + what + ": " + cudaGetErrorString(status));
   }
 
   /// Captures `work` into entry.exec; on any failure, runs it directly and
@@ -149,8 +150,8 @@ class StreamGraphs<Kokkos::Cuda> {
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
     cudaGraphExec_t exec = nullptr;
-    const bool ok = launched && ended == cudaSuccess && graph != nullptr &&
-                    cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    const bool ok =
+        launched && ended == cudaSuccess && graph != nullptr && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
     if (graph != nullptr) cudaGraphDestroy(graph);
     if (!ok) {
       (void)cudaGetLastError();  // the failed capture's error is not the run's

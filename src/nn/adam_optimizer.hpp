@@ -96,7 +96,8 @@ class AdamOptimizer {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
       if (fused_) {
-        const auto step = kernels::make_adam_step<ExecSpace>(hyper_, params, grads, m_, v_, step_, metrics, target, guard);
+        const auto step =
+            kernels::make_adam_step<ExecSpace>(hyper_, params, grads, m_, v_, step_, metrics, target, guard);
         kernels::cuda::fused_optimizer_step(space, grads, scan_params ? params : flat(), finish, step,
                                             fused_partials_.data(), fused_partials_.extent(0));
         return;
@@ -125,7 +126,7 @@ class AdamOptimizer {
   AdamHyper hyper_;
   flat m_, v_;
   step_view step_;
-  bool fused_ = false;                                ///< CUDA: step_with_norm() fuses
+  bool fused_ = false;                                 ///< CUDA: step_with_norm() fuses
   Kokkos::View<float*, memory_space> fused_partials_;  ///< CUDA: the fused launch's block sums
 };
 

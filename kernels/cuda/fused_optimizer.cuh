@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(fused_optimizer_block)
   for (std::size_t i = id; i < n; i += threads) {
     const float g = grads[i];
     sq += g * g;
-    if (params != nullptr && !isfinite(params[i])) bad += 1.0f;
+    if (params != nullptr && !math::isfinite(params[i])) bad += 1.0f;
   }
   sq = block_sum(sq, shared);
   bad = block_sum(bad, shared);

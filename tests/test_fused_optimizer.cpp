@@ -156,7 +156,9 @@ TEST_CASE("the fused CUDA optimizer step matches its portable twin", "[optimizer
       CHECK(std::abs(pm[foxrl::LearnerMetrics::grad_sq] - reference) <= 1e-5 * reference);
       CHECK(std::abs(fm[foxrl::LearnerMetrics::grad_sq] - reference) <= 1e-5 * reference);
       CHECK(fm[foxrl::LearnerMetrics::rejected] == pm[foxrl::LearnerMetrics::rejected]);
-      CHECK(foxrl::test::flat_host(space, fused.td) == foxrl::test::flat_host(space, portable.td));
+      // Row 17's own NaN stays where the step is applied (NaN == NaN here).
+      CHECK(worst_relative(foxrl::test::flat_host(space, fused.td), foxrl::test::flat_host(space, portable.td), 0.0) ==
+            0.0);
       const auto ps = foxrl::test::to_host(space, portable.guard.state());
       const auto fs = foxrl::test::to_host(space, fused.guard.state());
       for (int s = 0; s < foxrl::GuardState::count; ++s) CHECK(fs(s) == ps(s));

@@ -24,7 +24,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace foxrl {
 namespace kernels {
@@ -47,6 +50,42 @@ __device__ inline float block_sum(float value, float* shared) {
     for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
   }
   return value;
+}
+
+/// Whether a finish functor keeps its state in a `state` View (the
+/// training guard's decision does): block 0 then stages that state in
+/// shared memory around the one thread's decision, whose few dozen
+/// dependent reads and writes would otherwise each wait on global memory.
+template <class F, class = void>
+struct has_state_view : std::false_type {};
+template <class F>
+struct has_state_view<F, std::void_t<decltype(std::declval<F&>().state.extent(0))>> : std::true_type {};
+
+/// Doubles of a finish functor's state that fit the shared staging area.
+constexpr int staged_state_capacity = 128;
+
+/// `finish(total, total_bad)` once, by thread 0 of the calling block (all of
+/// its threads call this), on a shared-memory copy of the functor's state
+/// when it has one that fits.
+template <class Finish>
+__device__ void finish_in_block(const Finish& finish, float total, float total_bad) {
+  if constexpr (has_state_view<Finish>::value) {
+    __shared__ double staged[staged_state_capacity];
+    const int count = static_cast<int>(finish.state.extent(0));
+    if (count <= staged_state_capacity) {
+      for (int k = threadIdx.x; k < count; k += blockDim.x) staged[k] = finish.state(k);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        Finish local = finish;
+        local.state = decltype(local.state)(staged, count);
+        local(total, total_bad);
+      }
+      __syncthreads();
+      for (int k = threadIdx.x; k < count; k += blockDim.x) finish.state(k) = staged[k];
+      return;
+    }
+  }
+  if (threadIdx.x == 0) finish(total, total_bad);
 }
 
 /// The fused step; see the file comment. `partials` holds 2 x gridDim.x
@@ -86,7 +125,8 @@ __global__ void __launch_bounds__(fused_optimizer_block)
     }
     total = block_sum(total, shared);
     total_bad = block_sum(total_bad, shared);
-    if (threadIdx.x == 0) finish(total, total_bad);
+    // block_sum leaves the totals in thread 0, which alone decides.
+    finish_in_block(finish, total, total_bad);
   }
   grid.sync();
 
@@ -95,8 +135,11 @@ __global__ void __launch_bounds__(fused_optimizer_block)
   if (id < step.threads) step(id);
 }
 
-/// The most blocks of fused_optimizer_kernel<Finish, Step> that are resident
-/// at once on the current device (a cooperative launch may not exceed it).
+/// The most blocks of fused_optimizer_kernel<Finish, Step> the launch uses:
+/// those resident at once on the current device (a cooperative launch may
+/// not exceed it), or fewer per SM when FOXRL_FUSED_OPTIMIZER_BLOCKS_PER_SM
+/// says so (a tuning knob: fewer blocks make the grid barriers cheaper and
+/// give each thread more elements; perf/NOTES.md has the measurements).
 template <class Finish, class Step>
 int fused_optimizer_resident_blocks() {
   static const int blocks = [] {
@@ -105,6 +148,10 @@ int fused_optimizer_resident_blocks() {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_optimizer_kernel<Finish, Step>, fused_optimizer_block,
                                                   0);
+    if (const char* wanted = std::getenv("FOXRL_FUSED_OPTIMIZER_BLOCKS_PER_SM")) {
+      const int w = std::atoi(wanted);
+      if (w > 0 && w < per_sm) per_sm = w;
+    }
     return sms * per_sm;
   }();
   return blocks;

@@ -144,7 +144,8 @@ TEST_CASE("the fused CUDA optimizer step matches its portable twin", "[optimizer
       int device = 0, sms = 0;
       cudaGetDevice(&device);
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-      Kokkos::View<float*, Mem> partials(Kokkos::view_alloc(space, "foxrl::test::partials"), 2 * std::size_t(sms) * 8);
+      Kokkos::View<float*, Mem> partials(Kokkos::view_alloc(space, "foxrl::test::partials"),
+                                         2 * std::size_t(sms) * 8 + foxrl::kernels::cuda::fused_optimizer_extra_floats);
       foxrl::kernels::cuda::fused_optimizer_step(space, fused.grads, fused.params, fused.guard.decision(fused.metrics),
                                                  fused.step_of(hyper, c.tau), partials.data(), partials.extent(0));
       space.fence("foxrl::test::fused");

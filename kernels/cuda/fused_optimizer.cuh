@@ -82,14 +82,19 @@ __device__ void finish_in_block(const Finish& finish, float total, float total_b
       }
       __syncthreads();
       for (int k = threadIdx.x; k < count; k += blockDim.x) finish.state(k) = staged[k];
+      __syncthreads();  // thread 0 reads the written-back state next
       return;
     }
   }
   if (threadIdx.x == 0) finish(total, total_bad);
 }
 
-/// The fused step; see the file comment. `partials` holds 2 x gridDim.x
-/// floats.
+/// Floats of scratch the fused launch needs besides two partials per block
+/// (the step's scalars, handed from block 0 to every thread).
+constexpr std::size_t fused_optimizer_extra_floats = 16;
+
+/// The fused step; see the file comment. `partials` holds 2 x gridDim.x +
+/// fused_optimizer_extra_floats floats.
 template <class Finish, class Step>
 __global__ void __launch_bounds__(fused_optimizer_block)
     fused_optimizer_kernel(const float* grads, const float* params, std::size_t n, float* partials, Finish finish,
@@ -127,12 +132,16 @@ __global__ void __launch_bounds__(fused_optimizer_block)
     total_bad = block_sum(total_bad, shared);
     // block_sum leaves the totals in thread 0, which alone decides.
     finish_in_block(finish, total, total_bad);
+    // The step's scalars once (two double-precision powers: per thread,
+    // as the portable launch derives them, they cost more than the pass).
+    if (threadIdx.x == 0) *reinterpret_cast<typename Step::Scalars*>(partials + 2 * gridDim.x) = step.scalars();
   }
   grid.sync();
 
   // 3. Clip + Adam + target update (or the guard's verdict), as the portable
   // adam_update does it, with this grid's threads.
-  if (id < step.threads) step(id);
+  const auto scalars = *reinterpret_cast<const typename Step::Scalars*>(partials + 2 * gridDim.x);
+  if (id < step.threads) step.apply(id, scalars);
 }
 
 /// The most blocks of fused_optimizer_kernel<Finish, Step> the launch uses:
@@ -171,7 +180,8 @@ int fused_optimizer_blocks(std::size_t n) {
 /// count of non-finite params(i) (when `params` is allocated) go to
 /// `finish(grad_sq, nonfinite)` in one thread, then `step` (a configured
 /// AdamStep; its `threads` is set here) runs. `partials` holds
-/// `partial_floats` floats, at least 2 x fused_optimizer_blocks(n).
+/// `partial_floats` floats, at least 2 x fused_optimizer_blocks(n) +
+/// fused_optimizer_extra_floats.
 template <class Finish, class MemorySpace, bool host>
 void fused_optimizer_step(const Kokkos::Cuda& space, const FlatParams<MemorySpace>& grads,
                           const FlatParams<MemorySpace>& params, const Finish& finish, AdamStep<MemorySpace, host> step,
@@ -182,9 +192,10 @@ void fused_optimizer_step(const Kokkos::Cuda& space, const FlatParams<MemorySpac
     throw LogicError("foxrl::kernels::cuda::fused_optimizer_step: params and grads differ in length");
   using Step = AdamStep<MemorySpace, host>;
   const int blocks = fused_optimizer_blocks<Finish, Step>(n);
-  if (2 * std::size_t(blocks) > partial_floats)
+  static_assert(sizeof(typename Step::Scalars) <= fused_optimizer_extra_floats * sizeof(float));
+  if (2 * std::size_t(blocks) + fused_optimizer_extra_floats > partial_floats)
     throw LogicError("foxrl::kernels::cuda::fused_optimizer_step: " + std::to_string(blocks) + " blocks need " +
-                     std::to_string(2 * blocks) + " partial floats, the scratch holds " +
+                     std::to_string(2 * blocks + fused_optimizer_extra_floats) + " partial floats, the scratch holds " +
                      std::to_string(partial_floats));
   step.threads = std::size_t(blocks) * fused_optimizer_block;
   const float* g = grads.data();

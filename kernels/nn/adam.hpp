@@ -206,41 +206,62 @@ struct AdamStep {
   std::size_t n = 0, rows = 0, threads = 1;
   std::size_t per_thread = 1;  ///< host: elements of one thread's chunk
 
-  KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const {
-    const float norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
-    if (t == 0) metrics(LearnerMetrics::grad_norm) = norm;
-    const std::size_t begin = host ? t * per_thread : t;
-    const std::size_t stride = host ? 1 : threads;
-    const std::size_t end = host ? (begin + per_thread < n ? begin + per_thread : n) : n;
+  /// What every thread of one step needs besides its elements: the
+  /// guard's verdict and the step's scalars, derived from the norm, the
+  /// step counter and the guard's state (the bias corrections in double).
+  struct Scalars {
+    float norm = 0.0f, lr = 0.0f, coef = 1.0f, step_size = 0.0f, bc2_sqrt = 1.0f;
+    int verdict = GuardState::apply;
+    int weights_bad = 0;
+  };
+
+  KOKKOS_INLINE_FUNCTION Scalars scalars() const {
+    Scalars sc;
+    sc.norm = math::sqrt(metrics(LearnerMetrics::grad_sq));
     // lr x 1.0 is lr bit for bit: a guard that never restored changes no result.
-    float lr = h.lr;
+    sc.lr = h.lr;
     if (guarded) {
-      const int verdict = static_cast<int>(gs(GuardState::verdict));
-      if (verdict != GuardState::apply) {
-        // Healthy rows keep their priority; rows whose own td error is
-        // non-finite (finite weights: a broken reward or state) keep it
-        // and are quarantined by the replay's priority update.
-        const bool weights_bad = gs(GuardState::weights_nonfinite) > 0.0;
-        for (std::size_t i = t; i < rows; i += threads)
-          if (weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
-        if (verdict == GuardState::restore)
-          for (std::size_t i = begin; i < end; i += stride)
-            for (int b = 0; b < g.buffers; ++b) g.live[b][i] = g.saved[b][i];
-        return;
+      sc.verdict = static_cast<int>(gs(GuardState::verdict));
+      if (sc.verdict != GuardState::apply) {
+        sc.weights_bad = gs(GuardState::weights_nonfinite) > 0.0 ? 1 : 0;
+        return sc;
       }
-      lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
+      sc.lr = static_cast<float>(static_cast<double>(h.lr) * gs(GuardState::lr_scale));
     }
-    float coef = 1.0f;
     if (h.max_grad_norm > 0.0f) {
-      coef = h.max_grad_norm / (norm + 1e-6f);
-      coef = coef < 1.0f ? coef : 1.0f;
+      sc.coef = h.max_grad_norm / (sc.norm + 1e-6f);
+      sc.coef = sc.coef < 1.0f ? sc.coef : 1.0f;
     }
     const double ts = static_cast<double>(step());
     const double bc1 = 1.0 - math::pow(static_cast<double>(h.beta1), ts);
     const double bc2 = 1.0 - math::pow(static_cast<double>(h.beta2), ts);
-    const float step_size = static_cast<float>(static_cast<double>(lr) / bc1);
-    const float bc2_sqrt = static_cast<float>(math::sqrt(bc2));
+    sc.step_size = static_cast<float>(static_cast<double>(sc.lr) / bc1);
+    sc.bc2_sqrt = static_cast<float>(math::sqrt(bc2));
+    return sc;
+  }
 
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t t) const { apply(t, scalars()); }
+
+  /// Thread t's elements with the step's scalars `sc` (scalars(): each
+  /// thread of the portable launch derives them itself; the fused CUDA
+  /// launch derives them once and hands them to every thread).
+  KOKKOS_INLINE_FUNCTION void apply(std::size_t t, const Scalars& sc) const {
+    if (t == 0) metrics(LearnerMetrics::grad_norm) = sc.norm;
+    const std::size_t begin = host ? t * per_thread : t;
+    const std::size_t stride = host ? 1 : threads;
+    const std::size_t end = host ? (begin + per_thread < n ? begin + per_thread : n) : n;
+    if (sc.verdict != GuardState::apply) {
+      // Healthy rows keep their priority; rows whose own td error is
+      // non-finite (finite weights: a broken reward or state) keep it and
+      // are quarantined by the replay's priority update.
+      for (std::size_t i = t; i < rows; i += threads)
+        if (sc.weights_bad || math::isfinite(td(i))) td(i) = keep_priority_td;
+      if (sc.verdict == GuardState::restore)
+        for (std::size_t i = begin; i < end; i += stride)
+          for (int b = 0; b < g.buffers; ++b) g.live[b][i] = g.saved[b][i];
+      return;
+    }
+    const float lr = sc.lr, coef = sc.coef, step_size = sc.step_size, bc2_sqrt = sc.bc2_sqrt;
     for (std::size_t i = begin; i < end; i += stride) {
       float p = params(i);
       float gi = grads(i) * coef;

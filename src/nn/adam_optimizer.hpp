@@ -56,7 +56,8 @@ class AdamOptimizer {
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
       const std::size_t blocks = std::size_t(sms > 0 ? sms : 1) * (2048 / kernels::cuda::fused_optimizer_block);
       fused_partials_ = Kokkos::View<float*, memory_space>(
-          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::fused_partials"), 2 * blocks);
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::fused_partials"),
+          2 * blocks + kernels::cuda::fused_optimizer_extra_floats);
     }
 #endif
   }

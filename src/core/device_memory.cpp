@@ -12,9 +12,9 @@
 namespace foxrl {
 
 MemoryInfo default_memory_info() {
-  MemoryInfo info;
 #if defined(KOKKOS_ENABLE_CUDA)
   if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Cuda>) {
+    MemoryInfo info;
     std::size_t free_bytes = 0, total_bytes = 0;
     int device = 0;
     if (cudaGetDevice(&device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
@@ -23,6 +23,11 @@ MemoryInfo default_memory_info() {
     return info;
   }
 #endif
+  return host_memory_info();
+}
+
+MemoryInfo host_memory_info() {
+  MemoryInfo info;
   const long page = ::sysconf(_SC_PAGESIZE), available = ::sysconf(_SC_AVPHYS_PAGES),
              physical = ::sysconf(_SC_PHYS_PAGES);
   if (page > 0 && available >= 0 && physical > 0) {

@@ -114,7 +114,7 @@ DatasetFile validate_dataset(const std::string& path, safetensors::File file) {
   int present = 0;
   for (const char* name : normalizer_names) present += file.find(name) != nullptr ? 1 : 0;
   if (present > 0) {
-    DatasetNormalizer n;
+    NormalizerState n;
     std::vector<double>* dest[] = {&n.count, &n.mean, &n.m2};
     for (int s = 0; s < 3; ++s) {
       const auto& t = check.expect(normalizer_names[s], "F64", 1);

@@ -8,6 +8,7 @@
 // a UsageError naming the file and the tensor or metadata key.
 
 #include "io/safetensors.hpp"
+#include "market/signal_adapter.hpp"
 #include "offline/dataset_metadata.hpp"
 
 #include <cstdint>
@@ -16,12 +17,6 @@
 #include <vector>
 
 namespace foxrl {
-
-/// The per-feature normaliser statistics a network policy saw its inputs
-/// through (market datasets collected with --run), float64.
-struct DatasetNormalizer {
-  std::vector<double> count, mean, m2;
-};
 
 /// A validated dataset in host memory.
 struct DatasetFile {
@@ -33,7 +28,10 @@ struct DatasetFile {
   /// [T, D] F32, actions [T] I32, rewards [T] F32, terminated [T] U8,
   /// truncated [T] U8, and the normalizer.* tensors when present).
   safetensors::File file;
-  std::optional<DatasetNormalizer> normalizer;
+  /// The per-feature normaliser statistics a network policy saw its inputs
+  /// through (market datasets collected with --run; float64), in the form
+  /// SignalAdapter::import_state takes.
+  std::optional<NormalizerState> normalizer;
 
   /// The tensor called `name` (one of the above); LogicError if absent.
   const safetensors::Tensor& tensor(const std::string& name) const;

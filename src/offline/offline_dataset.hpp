@@ -79,7 +79,7 @@ class OfflineDataset {
   const DatasetMetadata& metadata() const { return metadata_; }
   /// The normaliser statistics of the recording policy (market datasets
   /// collected with --run), or none.
-  const std::optional<DatasetNormalizer>& normalizer() const { return normalizer_; }
+  const std::optional<NormalizerState>& normalizer() const { return normalizer_; }
   const std::string& path() const { return path_; }
   /// Device bytes of the six tensors.
   std::uint64_t device_bytes() const { return bytes_; }
@@ -121,7 +121,7 @@ class OfflineDataset {
 
   std::string path_;
   DatasetMetadata metadata_;
-  std::optional<DatasetNormalizer> normalizer_;
+  std::optional<NormalizerState> normalizer_;
   std::uint64_t bytes_ = 0;
   OfflineStorage<memory_space> storage_;
 };

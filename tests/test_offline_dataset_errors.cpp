@@ -170,7 +170,7 @@ TEST_CASE("dataset load: an empty dataset is refused", "[offline][dataset-errors
   expect_refused(f, {"tensor 'observations': 0 rows: the dataset holds no transitions"});
 }
 
-TEST_CASE("dataset load: actions outside [0, num_actions) are named with their row", "[offline][dataset-errors]") {
+TEST_CASE("dataset load: actions outside 0 .. num_actions - 1 are named with their row", "[offline][dataset-errors]") {
   for (const std::int32_t bad : {2, -1, std::numeric_limits<std::int32_t>::max()}) {
     INFO(bad);
     File f = valid_dataset().file();

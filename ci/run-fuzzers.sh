@@ -9,12 +9,12 @@
 #   ci/run-fuzzers.sh [--long] [name ...]
 #     default: 20 s per target (CI); --long: 300 s per target;
 #     FUZZ_SECONDS=<n> sets the seconds per target either way.
-#     names: market_csv config_json safetensors trainer_state checkpoint action_file
+#     names: market_csv config_json safetensors trainer_state checkpoint action_file dataset
 # Crashing inputs and each target's log are kept in build/fuzz/fuzz-out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(market_csv config_json safetensors trainer_state checkpoint action_file)
+all=(market_csv config_json safetensors trainer_state checkpoint action_file dataset)
 long=0
 targets=()
 for arg in "$@"; do

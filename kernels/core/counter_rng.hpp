@@ -92,6 +92,7 @@ inline constexpr std::uint64_t cartpole_reset = 1;
 inline constexpr std::uint64_t market_start = 2;
 inline constexpr std::uint64_t explore = 3;
 inline constexpr std::uint64_t market_series = 4;
+inline constexpr std::uint64_t offline_sample = 5;
 }  // namespace rng_tag
 
 }  // namespace foxrl::kernels

@@ -18,6 +18,8 @@ Command add_eval_command(CLI::App& app);
 Command add_infer_command(CLI::App& app);
 /// `foxrl collect`: a dataset of transitions for offline training.
 Command add_collect_command(CLI::App& app);
+/// `foxrl dataset info`: sizes, returns and actions of a collected dataset.
+Command add_dataset_command(CLI::App& app);
 /// `foxrl info`: version, Kokkos configuration, backends and devices.
 Command add_info_command(CLI::App& app);
 

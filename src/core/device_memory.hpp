@@ -18,6 +18,9 @@ struct MemoryInfo {
 /// The default memory space's free and total bytes now.
 MemoryInfo default_memory_info();
 
+/// The host's available and physical memory now (HostSpace Views).
+MemoryInfo host_memory_info();
+
 /// Bytes in the unit that reads best ("512 MiB", "3.2 GiB").
 std::string format_bytes(double bytes);
 

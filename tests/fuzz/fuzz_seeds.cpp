@@ -1,9 +1,11 @@
 // foxrl_fuzz_seeds <corpus root>: trains the fuzzers' tiny trainers
 // (tiny_trainer.hpp) for one epoch, checkpoints them, and writes the files
 // as seeds: <root>/trainer_state/, <root>/checkpoint/ (the market learner's
-// checkpoint.safetensors and both checkpoint.json), <root>/safetensors/ and
-// <root>/config_json/. ci/run-fuzzers.sh adds them to each run's corpus, so
-// the fuzzers start from files of the format this build writes.
+// checkpoint.safetensors and both checkpoint.json), <root>/safetensors/,
+// <root>/config_json/ and <root>/dataset/ (datasets collected in the tiny
+// envs). ci/run-fuzzers.sh adds them to each run's corpus, so the fuzzers
+// start from files of the format this build writes.
+#include "collect/collect.hpp"
 #include "tiny_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -37,6 +39,25 @@ void seeds_of(const std::string& env, const fs::path& root, const fs::path& scra
   copy_into(run / "checkpoint.safetensors", root / "safetensors", env + "_checkpoint.safetensors");
   fs::create_directories(root / "config_json");
   std::ofstream(root / "config_json" / ("tiny_" + env + ".json")) << t.config().to_json() << "\n";
+  // Datasets of the tiny env: random actions, and for CartPole the trained
+  // policy's epsilon-greedy ones. The tiny market config's synthetic_bars
+  // (400) is below the range a config file may hold, so the market run's
+  // checkpoint.json is not readable as a policy, and its dataset is
+  // recorded with the smallest readable series instead.
+  fs::create_directories(root / "dataset");
+  foxrl::CollectOptions o;
+  o.config = t.config();
+  if (env == "market") o.config.synthetic_bars = 1000;
+  o.transitions = 41;  // a partial last iteration
+  o.out_path = (root / "dataset" / (env + "_random.safetensors")).string();
+  foxrl::collect_dataset(t.context().space(), o);
+  if (env == "cartpole") {
+    o.policy = "epsilon-greedy";
+    o.epsilon = 0.3;
+    o.run_dir = run.string();
+    o.out_path = (root / "dataset" / (env + "_policy.safetensors")).string();
+    foxrl::collect_dataset(t.context().space(), o);
+  }
 }
 
 }  // namespace

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Summarise an `ncu --csv --metrics gpu__time_duration.sum` log: one line per
-launch (short kernel name, grid, block, microseconds) and the total.
+"""Summarise an `ncu --csv --metrics gpu__time_duration.sum[,dram__bytes.sum]`
+log: one line per launch (short kernel name, grid, block, microseconds) and
+the total. When the log also has dram__bytes.sum, each line gets the bytes
+the kernel moved to and from HBM, its achieved bandwidth as a share of the
+H200's 4.8 TB/s, and its memory floor (those bytes at peak bandwidth).
+DRAM bytes count what missed the 50 MB L2, so for data that stays in L2
+between kernels they understate the traffic the kernel asked for.
 Usage: ncu_summary.py LOG.csv [TITLE]"""
 import csv
 import re
 import sys
+
+HBM_BYTES_PER_US = 4.8e12 / 1e6
 
 
 def short_name(name):
@@ -13,6 +20,10 @@ def short_name(name):
     if m:
         return m.group(0)
     return re.sub(r"\(.*", "", name)[:70]
+
+
+def number(row):
+    return float(row["Metric Value"].replace(",", ""))
 
 
 def main():
@@ -24,17 +35,32 @@ def main():
         print(f"[{title}] no kernels profiled; last lines of the log:")
         print("\n".join(lines[-5:]))
         return
-    total = 0.0
-    print(f"[{title}] kernel, grid, block, us")
+    launches = {}
     for row in csv.DictReader(lines[start:]):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        us = value / 1000.0 if row.get("Metric Unit", "ns") in ("ns", "nsecond") else value
+        launch = launches.setdefault(row["ID"], {"row": row})
+        metric = row.get("Metric Name")
+        if metric == "gpu__time_duration.sum":
+            value = number(row)
+            launch["us"] = value / 1000.0 if row.get("Metric Unit", "ns") in ("ns", "nsecond") else value
+        elif metric == "dram__bytes.sum":
+            scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(row.get("Metric Unit", "byte"), 1)
+            launch["bytes"] = number(row) * scale
+    with_bytes = any("bytes" in l for l in launches.values())
+    total = total_floor = 0.0
+    header = "kernel, grid, block, us" + (", DRAM MB, % of HBM peak, floor us" if with_bytes else "")
+    print(f"[{title}] {header}")
+    for launch in launches.values():
+        row, us = launch["row"], launch.get("us", 0.0)
         total += us
-        print(f"  {short_name(row['Kernel Name'])[:60]:60s} {row.get('Grid Size', ''):>14s} "
-              f"{row.get('Block Size', ''):>14s} {us:9.2f}")
-    print(f"[{title}] total {total:.2f} us")
+        line = f"  {short_name(row['Kernel Name'])[:60]:60s} {row.get('Grid Size', ''):>14s} " \
+               f"{row.get('Block Size', ''):>14s} {us:9.2f}"
+        if with_bytes and "bytes" in launch:
+            floor = launch["bytes"] / HBM_BYTES_PER_US
+            total_floor += floor
+            share = 100.0 * floor / us if us > 0 else 0.0
+            line += f" {launch['bytes'] / 1e6:9.2f} {share:6.1f}% {floor:8.2f}"
+        print(line)
+    print(f"[{title}] total {total:.2f} us" + (f", DRAM floor {total_floor:.2f} us" if with_bytes else ""))
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ void print_text(const DatasetFile& d, const DatasetStatistics& s) {
   for (int a = 0; a < s.num_actions; ++a) {
     const std::int64_t n = s.action_counts[static_cast<std::size_t>(a)];
     const std::string label = action_label(d, a);
-    const int bar = static_cast<int>(40.0 * double(n) / double(s.transitions) + 0.5);
+    const int bar = static_cast<int>(std::lround(40.0 * double(n) / double(s.transitions)));
     std::cout << "  " << a << (label.empty() ? "" : " " + label) << ": " << n << " (" << percent(n, s.transitions)
               << ") " << std::string(static_cast<std::size_t>(bar), '#') << "\n";
   }

@@ -12,10 +12,11 @@ The suite: foxrl_bench_update, foxrl_bench_replay, foxrl_bench_envs and
 foxrl_bench_pipeline on perf/configs/{market-throughput,cartpole-throughput,
 cartpole-learn}.json. Every median_us (and replay's stream_us) a benchmark
 prints is a metric (microseconds, lower is better). Across the --repeats
-runs a metric has a median and a spread, (max - min) / (2 median). A metric
-regresses when current / baseline > 1 + threshold, with threshold =
-max(tolerance, noise_k * sqrt(spread_baseline^2 + spread_current^2)); a
-baseline metric missing from the run fails too.
+runs a metric has a median and a spread, 1.4826 MAD / median (the median
+absolute deviation, scaled to estimate a relative standard deviation; one
+outlier run does not move it). A metric regresses when current / baseline >
+1 + threshold, with threshold = max(tolerance, noise_k * sqrt(spread_baseline^2
++ spread_current^2)); a baseline metric missing from the run fails too.
 
 --current FILE compares stored results instead of running (a file written
 by --output or --update-baseline, or raw JSON lines as the benchmarks print
@@ -84,10 +85,17 @@ def median(values):
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution x this = its standard deviation
+
+
 def spread(values):
-    """Relative half-range of the runs: (max - min) / (2 median); 0 for one run."""
+    """Relative spread of the runs: 1.4826 x the median absolute deviation
+    / the median (robust: a single outlier run barely moves it); 0 for one
+    run."""
     m = median(values)
-    return (max(values) - min(values)) / (2 * m) if len(values) > 1 and m > 0 else 0.0
+    if len(values) < 2 or m <= 0:
+        return 0.0
+    return MAD_TO_SIGMA * median([abs(v - m) for v in values]) / m
 
 
 def summarize(runs):
@@ -327,7 +335,7 @@ def run_suite(build_dir, size, repeats, timeout):
     return {"format": FORMAT, "version": VERSION, "machine": "", "size": size, "backend": ",".join(sorted(backends)),
             "repeats": repeats, "commit": git_describe(),
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "build_dir": os.path.abspath(build_dir), "metrics": summarize(runs)}
+            "build_dir": os.path.relpath(os.path.abspath(build_dir), ROOT), "metrics": summarize(runs)}
 
 
 # ---- output ----
@@ -367,7 +375,8 @@ def self_test():
             failures.append(what)
     check(median([3.0, 1.0, 2.0]) == 2.0, "median of three")
     check(median([4.0, 1.0, 2.0, 3.0]) == 2.5, "median of four")
-    check(abs(spread([90.0, 100.0, 110.0]) - 0.1) < 1e-12, "spread = (max - min) / (2 median)")
+    check(abs(spread([90.0, 100.0, 110.0]) - 0.14826) < 1e-12, "spread = 1.4826 MAD / median")
+    check(abs(spread([100.0, 101.0, 99.0, 100.0, 400.0]) - 0.014826) < 1e-12, "one outlier run barely counts")
     check(spread([5.0]) == 0.0, "spread of one run")
     check(threshold(0.0, 0.0, 0.10, 2.0) == 0.10, "threshold floor is the tolerance")
     check(abs(threshold(0.06, 0.08, 0.10, 2.0) - 0.20) < 1e-12, "threshold k * hypot(spreads)")
@@ -379,9 +388,12 @@ def self_test():
     v = {r[0]: r[5] for r in compare(base, cur, 0.10, 2.0)}
     check(v == {"a": "ok", "b": "REGRESSION", "gone": "MISSING", "added": "new"}, f"verdicts {v}")
     check(len(failed(compare(base, cur, 0.10, 2.0))) == 2, "two failures: b and gone")
-    # Noise widens the threshold: 20% slower passes when both sides spread by 15%.
+    # Noise widens the threshold: 20% slower passes when both sides spread
+    # by 22% (threshold 2 x 31%), fails when they spread by 1.5%.
     noisy_b, noisy_c = {"a": m([85.0, 100.0, 115.0])}, {"a": m([102.0, 120.0, 138.0])}
-    check(compare(noisy_b, noisy_c, 0.10, 2.0)[0][5] == "ok", "20% slower with 15% spreads on both sides: threshold 2 x 21%")
+    check(compare(noisy_b, noisy_c, 0.10, 2.0)[0][5] == "ok", "20% slower within 2 x 31% threshold")
+    quiet_b, quiet_c = {"a": m([99.0, 100.0, 101.0])}, {"a": m([118.8, 120.0, 121.2])}
+    check(compare(quiet_b, quiet_c, 0.10, 2.0)[0][5] == "REGRESSION", "20% slower beyond a quiet 10% threshold")
     check(compare(base, {"a": m([80.0, 80.0, 80.0]), "b": base["b"], "gone": base["gone"]}, 0.10, 2.0)[0][5]
           == "faster", "20% faster is reported as faster")
     # Raw JSON lines: repeated lines are runs; malformed documents name the field.
@@ -419,8 +431,8 @@ def main(argv=None):
     parser.add_argument("--baselines", default=os.path.join(HERE, "baselines"), help="baseline directory")
     parser.add_argument("--baseline", help="baseline file (default: BASELINES/MACHINE.json)")
     parser.add_argument("--tolerance", type=float, default=0.10, help="smallest slowdown that fails (default 0.10)")
-    parser.add_argument("--noise-k", type=float, default=2.0,
-                        help="threshold multiple of the combined spread (default 2)")
+    parser.add_argument("--noise-k", type=float, default=3.0,
+                        help="threshold multiple of the combined spread (default 3)")
     parser.add_argument("--update-baseline", action="store_true", help="write the baseline instead of comparing")
     parser.add_argument("--current", help="compare this results file instead of running the suite")
     parser.add_argument("--output", help="also write the current results to this file")

@@ -14,7 +14,6 @@ perf/README.md's "Floors"; this file is its reference implementation
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -222,14 +221,30 @@ def fmt(v, digits):
     return "-" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-COLUMNS = [
+# The two tables of --markdown: the work of an iteration, and its time floors.
+WORK_COLUMNS = [
     ("config", "config", None), ("network", "network", None), ("num_envs", "envs", None), ("batch", "batch", None),
     ("collector_mflop", "MFLOP collector", 1), ("update_mflop", "MFLOP update", 1), ("mb", "MB moved", 3),
-    ("weights_mb", "of it weights + optimizer", 3), ("memory_us", "us HBM", 2), ("fp32_us", "us fp32", 2),
-    ("tf32_us", "us TF32", 2), ("bf16_us", "us BF16", 2), ("floor_fp32_us", "floor us fp32", 2),
-    ("floor_tf32_us", "floor us TF32", 2), ("gemm_calls", "gemm calls", None),
+    ("weights_mb", "of it weights + optimizer", 3), ("gemm_calls", "gemm calls", None),
     ("kokkos_launches", "Kokkos launches", None),
 ]
+TIME_COLUMNS = [
+    ("config", "config", None), ("memory_us", "HBM us", 2), ("fp32_us", "fp32 us", 2), ("tf32_us", "TF32 us", 2),
+    ("bf16_us", "BF16 us", 2), ("floor_fp32_us", "floor fp32 us", 2), ("floor_tf32_us", "floor TF32 us", 2),
+    ("floor_bf16_us", "floor BF16 us", 2),
+]
+
+
+def table(rows, columns, markdown):
+    cells = [[h for _, h, _ in columns]] + [[fmt(r[k], d) for k, _, d in columns] for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(cells[0]) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+        lines += ["| " + " | ".join(c) + " |" for c in cells[1:]]
+    else:
+        widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
+        lines = ["  ".join(c[i].rjust(widths[i]) if i else c[i].ljust(widths[i]) for i in range(len(columns)))
+                 for c in cells]
+    print("\n".join(lines))
 
 
 def main(argv=None):
@@ -247,19 +262,9 @@ def main(argv=None):
         print(f"floors.py: {e}", file=sys.stderr)
         return 2
     rows = [r for r, _, _ in results]
-    cells = [[h for _, h, _ in COLUMNS]] + [[fmt(r[k], d) for k, _, d in COLUMNS] for r in rows]
-    if args.markdown:
-        print("| " + " | ".join(cells[0]) + " |")
-        print("|" + "|".join("---" for _ in COLUMNS) + "|")
-        for c in cells[1:]:
-            print("| " + " | ".join(c) + " |")
-    else:
-        # One block per config: the table is too wide for a terminal.
-        for c in cells[1:]:
-            width = max(len(h) for h in cells[0])
-            for h, v in zip(cells[0], c):
-                print(f"{h:>{width}}  {v}")
-            print()
+    table(rows, WORK_COLUMNS, args.markdown)
+    print()
+    table(rows, TIME_COLUMNS, args.markdown)
     if args.detail:
         for r, flops, nbytes in results:
             print(f"\n{r['config']}: FLOPs (2 per multiply-add)")

@@ -147,7 +147,7 @@ def floors(m):
         ("collector", "online weights read by the action forward", 4 * P),
         ("collector", "action written", 4 * N),
         ("collector", "episode statistics: running return read + written", 8 * N),
-        ("replay", "insert: action, reward, discount, next_ref, leaf written", 20 * N),
+        ("replay", "insert: action, reward, discount, next_ref written", 16 * N),
         ("update", "online weights read (forward and backward)", U * 4 * P),
         ("update", "target weights read", U * 4 * P),
         ("update", "gradients written, then read by the guard's norm and Adam", U * 8 * P),
@@ -164,7 +164,7 @@ def floors(m):
     if per:
         upper = sum(-(-N // SUM_TREE_FANOUT ** lv) for lv in range(1, L))
         nbytes += [
-            ("replay", "insert: tree levels above the leaves refreshed (32 children + node)", 132 * upper),
+            ("replay", "insert: leaves written, the levels above refreshed (32 children + node)", 4 * N + 132 * upper),
             ("update", f"sample: {L}-level descent, one 128-byte line per level; weight written",
              U * B * (128 * L + 4)),
             ("update", f"priority update: index, |td|, leaf + {L - 1} levels of 32 children + node",

@@ -119,7 +119,8 @@ def compare(base, cur, tolerance, noise_k):
         if b is None:
             rows.append((k, None, c, None, None, "new"))
             continue
-        ratio = c["median"] / b["median"]
+        # A zero baseline (a raw line printing 0.00) cannot scale: any time above it regresses.
+        ratio = c["median"] / b["median"] if b["median"] > 0 else (1.0 if c["median"] <= 0 else math.inf)
         t = threshold(b["spread"], c["spread"], tolerance, noise_k)
         verdict = "REGRESSION" if ratio > 1 + t else "faster" if ratio < 1 - t else "ok"
         rows.append((k, b, c, ratio, t, verdict))

@@ -13,6 +13,7 @@ packages=(
   catch2 libcli11-dev nlohmann-json3-dev
   clang-format-14 clang-tidy-14  # ci/check-format.sh, ci/check-tidy.sh
   strace  # ci/crash-campaign.sh (kills at chosen system calls)
+  python3  # perf/regress.py (the smoke run, its CTest checks) and perf/floors.py
   clang-14 libclang-rt-14-dev  # ci/run-fuzzers.sh: libFuzzer, ASan and UBSan runtimes
 )
 sudo=""

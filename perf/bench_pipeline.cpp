@@ -5,7 +5,11 @@
 // and after each window; report the median window.
 //
 //   foxrl_bench_pipeline --config perf/configs/market-throughput.json [--set key=value ...]
-//                        [--iterations 1000] [--repeats 3] [--label NAME]
+//                        [--iterations 1000] [--repeats 3] [--label NAME] [--list-launches]
+//
+// --list-launches: also prints the audited iteration's kernel launches to
+// stderr, one "kind name [innermost profiling region]" line each, in launch
+// order (perf/README.md's launch counts come from it).
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
 
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
   std::string config_path, label;
   std::vector<std::string> overrides;
   int iterations = 1000, repeats = 3;
+  bool list_launches = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc)
@@ -35,9 +40,12 @@ int main(int argc, char** argv) {
       repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--label" && i + 1 < argc)
       label = argv[++i];
+    else if (a == "--list-launches")
+      list_launches = true;
     else {
       std::cerr << "usage: " << argv[0]
-                << " --config FILE [--set key=value ...] [--iterations N] [--repeats R] [--label NAME]\n";
+                << " --config FILE [--set key=value ...] [--iterations N] [--repeats R] [--label NAME]"
+                   " [--list-launches]\n";
       return 2;
     }
   }
@@ -64,6 +72,14 @@ int main(int argc, char** argv) {
       context.fence("bench::count");
       launches = audit.record().launches.size();
       for (const auto& f : audit.record().fences) fences += f.name != "foxrl::bench::count";
+      if (list_launches) {
+        for (const auto& l : audit.record().launches) {
+          const char* kind = l.kind == foxrl::AuditRecord::LaunchKind::parallel_for      ? "for"
+                             : l.kind == foxrl::AuditRecord::LaunchKind::parallel_reduce ? "reduce"
+                                                                                         : "scan";
+          std::cerr << kind << ' ' << l.name << (l.regions.empty() ? "" : "  [" + l.regions.back() + "]") << '\n';
+        }
+      }
     }
     std::vector<double> window_s;
     for (int r = 0; r < repeats; ++r) {

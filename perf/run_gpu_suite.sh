@@ -6,10 +6,14 @@
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
 # STAGES is a comma list out of build,tests,bench,pytorch,learn,epoch,data,
-# peers,profile (default: all but profile); they run in that order, so the
-# diagnostic profile cannot crowd out a measurement under DEADLINE. OUTDIR receives summary.txt, benchmarks.jsonl and one
-# logs.tgz holding every log, so that a transfer limited to a few files
-# brings everything back.
+# peers,regress,profile (default: all but regress and profile); they run in
+# that order, so the diagnostic profile cannot crowd out a measurement under
+# DEADLINE. bench times the three pipeline configs (market-throughput,
+# cartpole-throughput, cartpole-learn) in us per iteration as perf/README.md
+# defines; regress runs perf/regress.py against perf/baselines/<gpu>.json.
+# OUTDIR receives summary.txt, benchmarks.jsonl and one logs.tgz holding
+# every log, so that a transfer limited to a few files brings everything
+# back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: perf/run_gpu_suite.sh OUTDIR [STAGES]}"
@@ -47,7 +51,7 @@ if want bench; then
   for b in update replay envs; do
     timeout 300 "$bin/perf/foxrl_bench_$b" >> "$bench" 2> "$logs/bench_$b.err" || note "bench_$b failed ($?)"
   done
-  for cfg in market-throughput cartpole-throughput; do
+  for cfg in market-throughput cartpole-throughput cartpole-learn; do
     timeout 300 "$bin/perf/foxrl_bench_pipeline" --config "perf/configs/$cfg.json" --label "$cfg" >> "$bench" \
       2> "$logs/pipeline_$cfg.err" || note "pipeline $cfg failed ($?)"
   done
@@ -87,6 +91,16 @@ if want peers && [ -n "${ANCHORS:-}" ] && [ -d "$ANCHORS" ]; then
      timeout 240 python3 anchors/torch_dqn.py --config "$cfg" --mode graph --results "$out/anchors.jsonl" > "$logs/anchors_torch_$cfg.log" 2>&1
    done
    python3 anchors/report.py "$out/anchors.jsonl" 2>&1 | tee -a "$summary")
+fi
+if want regress; then
+  # The suite REGRESS_REPEATS times at full size, kept as OUTDIR/regress.json
+  # (a baseline for perf/baselines/ when this GPU has none yet), then
+  # compared with the stored baseline of this GPU.
+  python3 perf/regress.py --build-dir "$bin" --size full --repeats "${REGRESS_REPEATS:-3}" --update-baseline \
+    --baseline "$out/regress.json" > "$logs/regress_run.txt" 2>&1 || note "regress run failed ($?)"
+  python3 perf/regress.py --current "$out/regress.json" > "$logs/regress.txt" 2>&1
+  note "regress rc=$?"
+  grep -E "REGRESSION|MISSING|regress" "$logs/regress.txt" | tail -20 | tee -a "$summary"
 fi
 if want profile; then
   # Per-kernel GPU time (ncu, clocks left as they are) of one blas update,

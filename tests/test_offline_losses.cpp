@@ -437,10 +437,13 @@ TEMPLATE_TEST_CASE("IQL policy loss with huge advantages weighs every row w_max 
   DeviceVector<Exec> weights(Kokkos::view_alloc(space, "foxrl::test::weights"), B);
   auto metrics = new_metrics(space);
   foxrl::kernels::IqlPolicyLossArgs<typename Exec::memory_space> args;
-  args.logits = matrix(space, in.logits, B, A);
-  args.q1_target = matrix(space, q1t, B, A);
-  args.q2_target = matrix(space, q2t, B, A);
-  args.value = matrix(space, value, B, 1);
+  // The argument structs hold unmanaged Views: the owners stay alive here.
+  const auto logits_d = matrix(space, in.logits, B, A), q1t_d = matrix(space, q1t, B, A);
+  const auto q2t_d = matrix(space, q2t, B, A), value_d = matrix(space, value, B, 1);
+  args.logits = logits_d;
+  args.q1_target = q1t_d;
+  args.q2_target = q2t_d;
+  args.value = value_d;
   args.actions = to_device(space, in.actions);
   args.d_logits = d_logits;
   args.weights = weights;
@@ -537,9 +540,11 @@ TEMPLATE_TEST_CASE("CQL penalty of equal Q-values is log A and the target picks 
       auto d_q = output(space, B, A);
       auto metrics = new_metrics(space);
       foxrl::kernels::CqlLossArgs<typename Exec::memory_space> args;
-      args.q = matrix(space, q, B, A);
-      args.target_next = matrix(space, tnext, B, A);
-      if (double_q) args.online_next = matrix(space, onext, B, A);
+      const auto q_d = matrix(space, q, B, A), tnext_d = matrix(space, tnext, B, A);
+      const auto onext_d = matrix(space, onext, B, A);
+      args.q = q_d;
+      args.target_next = tnext_d;
+      if (double_q) args.online_next = onext_d;
       args.actions = to_device(space, in.actions);
       args.rewards = to_device(space, std::vector<float>(B, 0.0f));
       args.discounts = to_device(space, std::vector<float>(B, 1.0f));
@@ -616,7 +621,8 @@ TEMPLATE_TEST_CASE("behavior cloning of uniform logits costs log A", "[offline][
     auto d_logits = output(space, B, A);
     auto metrics = new_metrics(space);
     foxrl::kernels::BcLossArgs<typename Exec::memory_space> args;
-    args.logits = matrix(space, std::vector<float>(std::size_t(B) * A, -3.0f), B, A);
+    const auto logits = matrix(space, std::vector<float>(std::size_t(B) * A, -3.0f), B, A);
+    args.logits = logits;
     args.actions = to_device(space, in.actions);
     args.d_logits = d_logits;
     args.metrics = metrics;
@@ -656,7 +662,8 @@ TEMPLATE_TEST_CASE("plain gradient steps of behavior cloning on a separable toy 
     for (int i = 0; i < B; ++i)
       for (int j = 0; j < A; ++j) logits[std::size_t(i) * A + j] = float(W[std::size_t(j) * A + i % A]);
     foxrl::kernels::BcLossArgs<typename Exec::memory_space> args;
-    args.logits = matrix(space, logits, B, A);
+    const auto logits_d = matrix(space, logits, B, A);
+    args.logits = logits_d;
     args.actions = device_actions;
     args.d_logits = d_logits;
     args.metrics = metrics;

@@ -18,6 +18,7 @@ namespace foxrl {
 namespace kernels {
 
 /// Inputs and outputs of bc_loss. Heads are [B, A].
+/// The matrices are unmanaged: their owners must outlive the launch.
 template <class MemorySpace>
 struct BcLossArgs {
   ConstMatrix<MemorySpace> logits;  ///< policy network at s
@@ -38,12 +39,13 @@ struct BcLossRow {
 
   KOKKOS_INLINE_FUNCTION void operator()(int i, float* acc) const {
     const int a = args.actions(i);
-    const float lse = row_logsumexp(args.logits, i, num_actions, row_max(args.logits, i, num_actions));
+    const float max = row_max(args.logits, i, num_actions);
+    const float log_sum = row_log_sum_exp_shifted(args.logits, i, num_actions, max);
     for (int j = 0; j < num_actions; ++j) {
-      const float p = math::exp(args.logits(i, j) - lse);
+      const float p = math::exp((args.logits(i, j) - max) - log_sum);
       args.d_logits(i, j) = (j == a ? p - 1.0f : p) * inv_b;
     }
-    acc[0] += lse - args.logits(i, a);
+    acc[0] += log_sum - (args.logits(i, a) - max);
     acc[1] += row_argmax(args.logits, i, num_actions) == a ? 1.0f : 0.0f;
   }
 

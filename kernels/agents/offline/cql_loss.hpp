@@ -27,6 +27,7 @@ namespace foxrl {
 namespace kernels {
 
 /// Inputs and outputs of cql_loss. All heads are [B, A].
+/// The matrices are unmanaged: their owners must outlive the launch.
 template <class MemorySpace>
 struct CqlLossArgs {
   ConstMatrix<MemorySpace> q;            ///< online Q at s
@@ -60,14 +61,15 @@ struct CqlLossRow {
     const float y = args.rewards(i) + args.discounts(i) * args.target_next(i, a_star);
     const float q_a = args.q(i, a);
     const float td = q_a - y;
-    const float lse = row_logsumexp(args.q, i, num_actions, row_max(args.q, i, num_actions));
+    const float max = row_max(args.q, i, num_actions);
+    const float log_sum = row_log_sum_exp_shifted(args.q, i, num_actions, max);
     const float ga = args.alpha * inv_b;
     for (int j = 0; j < num_actions; ++j) {
-      const float p = math::exp(args.q(i, j) - lse);
+      const float p = math::exp((args.q(i, j) - max) - log_sum);
       args.d_q(i, j) = j == a ? ga * (p - 1.0f) + 2.0f * td * inv_b : ga * p;
     }
     if (want_td) args.td_errors(i) = math::fabs(td);
-    acc[0] += lse - q_a;
+    acc[0] += log_sum - (q_a - max);
     acc[1] += td * td;
     acc[2] += q_a;
   }

@@ -33,6 +33,7 @@ KOKKOS_INLINE_FUNCTION float clipped_advantage_weight(float x, float max_weight,
 
 /// Inputs and outputs of iql_policy_loss. Policy and Q heads are [B, A],
 /// the V head [B, 1].
+/// The matrices are unmanaged: their owners must outlive the launch.
 template <class MemorySpace>
 struct IqlPolicyLossArgs {
   ConstMatrix<MemorySpace> logits;     ///< policy network at s
@@ -63,14 +64,15 @@ struct IqlPolicyLossRow {
     const int a = args.actions(i);
     const float u = nan_min(args.q1_target(i, a), args.q2_target(i, a)) - args.value(i, 0);
     const float w = clipped_advantage_weight(args.beta * u, args.max_weight, log_max_weight);
-    const float lse = row_logsumexp(args.logits, i, num_actions, row_max(args.logits, i, num_actions));
+    const float max = row_max(args.logits, i, num_actions);
+    const float log_sum = row_log_sum_exp_shifted(args.logits, i, num_actions, max);
     const float g = w * inv_b;
     for (int j = 0; j < num_actions; ++j) {
-      const float p = math::exp(args.logits(i, j) - lse);
+      const float p = math::exp((args.logits(i, j) - max) - log_sum);
       args.d_logits(i, j) = g * (j == a ? p - 1.0f : p);
     }
     if (want_weights) args.weights(i) = w;
-    acc[0] += -w * (args.logits(i, a) - lse);
+    acc[0] += w * (log_sum - (args.logits(i, a) - max));
     acc[1] += w;
     acc[2] += w >= args.max_weight ? 1.0f : 0.0f;
   }

@@ -19,6 +19,7 @@ namespace foxrl {
 namespace kernels {
 
 /// Inputs and outputs of iql_q_loss. Q heads are [B, A], V heads [B, 1].
+/// The matrices are unmanaged: their owners must outlive the launch.
 template <class MemorySpace>
 struct IqlQLossArgs {
   ConstMatrix<MemorySpace> q1;          ///< online Q1 at s

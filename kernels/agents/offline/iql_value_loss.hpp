@@ -20,6 +20,7 @@ namespace foxrl {
 namespace kernels {
 
 /// Inputs and outputs of iql_value_loss. Q heads are [B, A], V heads [B, 1].
+/// The matrices are unmanaged: their owners must outlive the launch.
 template <class MemorySpace>
 struct IqlValueLossArgs {
   ConstMatrix<MemorySpace> q1_target;  ///< target Q1 at s

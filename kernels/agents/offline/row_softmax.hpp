@@ -1,6 +1,6 @@
 #pragma once
 // Per-row helpers of the offline losses over a [B, A] head: the row max,
-// logsumexp stabilised by it (no overflow for logits of any finite size),
+// logsumexp relative to it (no overflow for logits of any finite size),
 // the greedy action, and the smaller of two twin Q-values. Device and host
 // callable; NaN inputs give NaN results (never a silently finite loss that
 // a training guard could not see).
@@ -27,13 +27,17 @@ KOKKOS_INLINE_FUNCTION float row_max(const Matrix& m, int i, int n) {
   return best;
 }
 
-/// log sum_j exp(m(i, j)) as max + log sum_j exp(m(i, j) - max): every
-/// exponent is <= 0 and the sum is in [1, n].
+/// log sum_j exp(m(i, j) - max), max the row's max: every exponent is <= 0
+/// and the sum is in [1, n]. Callers form log softmax as
+/// (m(i, j) - max) - this, never max + this: the difference of two floats
+/// of one row is exact near the max (Sterbenz), whereas a logsumexp of
+/// large logits (say 1e4, a float ulp of 1e-3) would round away the
+/// probabilities' leading digits.
 template <class Matrix>
-KOKKOS_INLINE_FUNCTION float row_logsumexp(const Matrix& m, int i, int n, float max) {
+KOKKOS_INLINE_FUNCTION float row_log_sum_exp_shifted(const Matrix& m, int i, int n, float max) {
   float s = 0.0f;
   for (int j = 0; j < n; ++j) s += math::exp(m(i, j) - max);
-  return max + math::log(s);
+  return math::log(s);
 }
 
 /// The first j with the row's largest entry (the greedy action).

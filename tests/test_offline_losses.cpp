@@ -418,6 +418,22 @@ TEST_CASE("the advantage weight reaches w_max exactly and never overflows", "[of
   CHECK(std::isnan(clipped_advantage_weight(std::nanf(""), w_max, log_w_max)));
 }
 
+TEST_CASE("the row helpers keep NaN inputs", "[offline]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(foxrl::kernels::nan_min(1.0f, 2.0f) == 1.0f);
+  CHECK(foxrl::kernels::nan_min(2.0f, -1.0f) == -1.0f);
+  CHECK(std::isnan(foxrl::kernels::nan_min(nan, 2.0f)));
+  CHECK(std::isnan(foxrl::kernels::nan_min(2.0f, nan)));
+  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> m("foxrl::test::rows", 3, 3);
+  const float rows[3][3] = {{1.0f, 5.0f, 2.0f}, {nan, 5.0f, 2.0f}, {1.0f, 5.0f, nan}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) m(i, j) = rows[i][j];
+  CHECK(foxrl::kernels::row_max(m, 0, 3) == 5.0f);
+  CHECK(foxrl::kernels::row_argmax(m, 0, 3) == 1);
+  CHECK(std::isnan(foxrl::kernels::row_max(m, 1, 3)));
+  CHECK(std::isnan(foxrl::kernels::row_max(m, 2, 3)));
+}
+
 TEMPLATE_TEST_CASE("IQL policy loss with huge advantages weighs every row w_max and stays finite", "[offline][iql]",
                    FOXRL_TEST_SPACES) {
   using Exec = TestType;

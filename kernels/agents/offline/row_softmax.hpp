@@ -2,8 +2,9 @@
 // Per-row helpers of the offline losses over a [B, A] head: the row max,
 // logsumexp relative to it (no overflow for logits of any finite size),
 // the greedy action, and the smaller of two twin Q-values. Device and host
-// callable; NaN inputs give NaN results (never a silently finite loss that
-// a training guard could not see).
+// callable. nan_min and row_max keep a NaN input (fmin and a plain compare
+// would drop it), so a broken head gives a NaN loss that a training guard
+// sees rather than a silently finite one.
 
 #include "core/compat.hpp"
 

@@ -1,7 +1,9 @@
 // foxrl eval: the greedy policy of a run on a time split of its market data
-// (or another CSV), next to buy-and-hold, always-flat and random.
+// (or another CSV), next to buy-and-hold, always-flat and random; for a
+// CartPole run, the returns of --episodes greedy episodes.
 #include "cli/commands.hpp"
 #include "core/execution_context.hpp"
+#include "envs/episode_evaluation.hpp"
 #include "io/atomic_file.hpp"
 #include "io/output_dir.hpp"
 #include "market/market_evaluation.hpp"
@@ -9,7 +11,10 @@
 #include "run/policy.hpp"
 #include "run/setup.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -23,6 +28,7 @@ struct EvalArgs {
   std::string split = "test";
   std::string out_dir;
   bool allow_implausible_bars = false;
+  int episodes = 100;
 };
 
 /// "<split>_epoch-<N>", plus "_<data file stem>" for --data (letters,
@@ -37,17 +43,65 @@ std::string output_stem(const std::string& split, std::int64_t epoch, const std:
   return stem + "_" + file;
 }
 
+/// CartPole runs: `args.episodes` envs each play one greedy episode (seeded
+/// from the run's seed + 1, so not the training episodes).
+int run_episode_eval(const EvalArgs& args, const std::string& checkpoint, const RunManifest& manifest) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  if (!args.data.empty() || args.allow_implausible_bars)
+    throw UsageError(std::string(args.data.empty() ? "--allow-implausible-bars" : "--data") + ": the run " +
+                     args.run_dir + " trained on " + env_kind_name(manifest.config.env) +
+                     "; market data options are for market runs");
+  ExecutionContext<Exec> context(manifest.config.seed);
+  const Exec& space = context.space();
+  RunSpec spec = run_spec(manifest.config);
+  spec.num_envs = args.episodes;
+  DqnLearner<Exec> learner(space, inference_learner_config(spec, args.episodes));
+  const std::string weights = checkpoint + "/checkpoint.safetensors";
+  manifest.identity.check_metadata(learner.load(space, weights), weights);
+  VectorEnv<Exec> env = make_vector_env(space, spec, manifest.config.seed + 1);
+  const auto greedy = [&](const Exec& s, const typename VectorEnv<Exec>::obs_view& obs,
+                          const Kokkos::View<std::int32_t*, Exec::memory_space>& actions) {
+    learner.greedy_actions(s, ConstMatrix<Exec::memory_space>(obs), actions);
+  };
+  // CartPole-v1 truncates at 500 steps; the bound only guards against an env
+  // that never ends an episode.
+  const EpisodeEvaluation e = evaluate_first_episodes(space, env, greedy, 100000);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "greedy policy, %d episodes: return %.2f +- %.2f (min %.0f, max %.0f), mean length %.1f steps\n",
+                e.episodes, e.mean, e.std, e.min, e.max, e.mean_length);
+  std::cout << line;
+  nlohmann::json j;
+  j["env"] = env_kind_name(spec.env);
+  j["epoch"] = manifest.epoch;
+  j["episodes"] = e.episodes;
+  j["unfinished"] = e.unfinished;
+  j["seed"] = manifest.config.seed + 1;
+  j["return_mean"] = e.mean;
+  j["return_std"] = e.std;
+  j["return_min"] = e.min;
+  j["return_max"] = e.max;
+  j["length_mean"] = e.mean_length;
+  j["returns"] = e.returns;
+  const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
+  prepare_output_directory(out, args.out_dir.empty() ? "--run" : "--out");
+  const std::string name = "evaluation_episodes_epoch-" + std::to_string(manifest.epoch) + ".json";
+  write_file_atomically(out + "/" + name, j.dump(2) + "\n");
+  std::cout << "wrote " << out << "/" << name << "\n";
+  return 0;
+}
+
 int run_eval(const EvalArgs& args) {
   using Exec = Kokkos::DefaultExecutionSpace;
   const std::string checkpoint = CheckpointStore::resolve(args.run_dir);
   const RunManifest manifest = RunManifest::read(checkpoint);
+  if (args.episodes < 1 || args.episodes > 1000000)
+    throw UsageError("--episodes " + std::to_string(args.episodes) + ": must be in [1, 1000000]");
+  if (manifest.config.env != EnvKind::market) return run_episode_eval(args, checkpoint, manifest);
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
   TrainConfig config = manifest.config;
   const RunSpec spec = run_spec(config);
-  if (spec.env != EnvKind::market)
-    throw UsageError("--run " + args.run_dir + ": the run trained on " + env_kind_name(spec.env) +
-                     "; eval is for market runs");
   if (!args.data.empty()) config.data = args.data;
   if (args.allow_implausible_bars) config.allow_implausible_bars = true;
   const MarketComponents<Exec> market = make_market(space, config, spec);
@@ -80,7 +134,8 @@ int run_eval(const EvalArgs& args) {
 
 Command add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
-  auto* cmd = app.add_subcommand("eval", "Evaluate a run's greedy policy on a time split against baselines");
+  auto* cmd = app.add_subcommand(
+      "eval", "Evaluate a run's greedy policy: market runs on a time split against baselines, CartPole in episodes");
   cmd->add_option("--run", args->run_dir, "Run directory of `foxrl train`")->required();
   cmd->add_option("--data", args->data, "OHLCV CSV to evaluate on (default: the run's own data)");
   cmd->add_option("--split", args->split, "Time split")
@@ -90,6 +145,9 @@ Command add_eval_command(CLI::App& app) {
                   "Where evaluation_<split>_epoch-<N>[_<data>].json and equity_....svg go (default: --run)");
   cmd->add_flag("--allow-implausible-bars", args->allow_implausible_bars,
                 "Accept --data bars that move more than 10x within a bar or from the last close");
+  cmd->add_option("--episodes", args->episodes,
+                  "CartPole runs: greedy episodes to play, one per env (evaluation_episodes_epoch-<N>.json)")
+      ->capture_default_str();
   return [cmd, args]() { return cmd->parsed() ? run_eval(*args) : -1; };
 }
 

@@ -50,8 +50,8 @@ int reference_length(const float* init, int action) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("first episodes of CartPole under constant policies match the float64 equations",
-                   "[evaluation]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("first episodes of CartPole under constant policies match the float64 equations", "[evaluation]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -92,8 +92,7 @@ TEMPLATE_TEST_CASE("episodes still running at max_steps are left out", "[evaluat
     CHECK(e.lengths[i] == 5);
     CHECK(e.returns[i] == 5.0);
   }
-  CHECK_THROWS_AS(foxrl::evaluate_first_episodes(space, env, ConstantPolicy<Exec>{1, &initial}, 0),
-                  foxrl::LogicError);
+  CHECK_THROWS_AS(foxrl::evaluate_first_episodes(space, env, ConstantPolicy<Exec>{1, &initial}, 0), foxrl::LogicError);
 }
 
 TEST_CASE("episode summary: mean, population std, extremes over finished episodes", "[evaluation]") {

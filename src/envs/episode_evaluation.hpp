@@ -28,11 +28,11 @@ namespace foxrl {
 /// summary. An episode still running after max_steps is not finished: it
 /// is left out of the summary and counted in `unfinished`.
 struct EpisodeEvaluation {
-  std::vector<double> returns;       ///< per env (the partial return if unfinished)
+  std::vector<double> returns;        ///< per env (the partial return if unfinished)
   std::vector<std::int64_t> lengths;  ///< per env, steps of the episode
   std::vector<std::uint8_t> finished;
-  int episodes = 0;    ///< finished episodes
-  int unfinished = 0;  ///< envs whose first episode outlasted max_steps
+  int episodes = 0;                                    ///< finished episodes
+  int unfinished = 0;                                  ///< envs whose first episode outlasted max_steps
   double mean = 0.0, std = 0.0, min = 0.0, max = 0.0;  ///< over finished episodes (population std)
   double mean_length = 0.0;
 };
@@ -74,8 +74,7 @@ EpisodeEvaluation evaluate_first_episodes(const ExecSpace& space, VectorEnv<Exec
   if (max_steps < 1) throw LogicError("foxrl::evaluate_first_episodes: max_steps must be >= 1");
   if (check_every < 1) throw LogicError("foxrl::evaluate_first_episodes: check_every must be >= 1");
   const int n = env.num_envs();
-  Kokkos::View<double*, memory_space> returns(Kokkos::view_alloc(space, "foxrl::evaluate_first_episodes::returns"),
-                                              n);
+  Kokkos::View<double*, memory_space> returns(Kokkos::view_alloc(space, "foxrl::evaluate_first_episodes::returns"), n);
   Kokkos::View<std::int64_t*, memory_space> lengths(
       Kokkos::view_alloc(space, "foxrl::evaluate_first_episodes::lengths"), n);
   Kokkos::View<std::uint8_t*, memory_space> done(Kokkos::view_alloc(space, "foxrl::evaluate_first_episodes::done"), n);

@@ -17,9 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -437,7 +440,9 @@ TEMPLATE_TEST_CASE("IQL checkpoints: save then load restores every network, targ
   foxrl::IqlLearner<Exec> a(space, config);
   const auto batch = to_device(space, foxrl::test::random_batch(32, 5, 3, 4));
   for (int i = 0; i < 3; ++i) a.update(space, batch);
-  const std::string path = "iql_checkpoint_test.safetensors";
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("foxrl_iql_" + std::to_string(::getpid()) + "_" + Exec::name() + ".safetensors"))
+                               .string();
   a.save(space, path, {{"run", "test"}});
 
   auto other = config;

@@ -20,6 +20,8 @@ Command add_infer_command(CLI::App& app);
 Command add_collect_command(CLI::App& app);
 /// `foxrl dataset info`: sizes, returns and actions of a collected dataset.
 Command add_dataset_command(CLI::App& app);
+/// `foxrl train-offline`: IQL, CQL or BC on a collected dataset.
+Command add_train_offline_command(CLI::App& app);
 /// `foxrl info`: version, Kokkos configuration, backends and devices.
 Command add_info_command(CLI::App& app);
 

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   const auto infer = foxrl::cli::add_infer_command(app);
   const auto collect = foxrl::cli::add_collect_command(app);
   const auto dataset = foxrl::cli::add_dataset_command(app);
+  const auto train_offline = foxrl::cli::add_train_offline_command(app);
 
   foxrl::RolloutOptions rollout;
   std::string initial_state, feature_set = "returns", rollout_env = "cartpole";
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   try {
     Kokkos::ScopeGuard kokkos;
     foxrl::KernelCheck::install_from_environment();  // FOXRL_CHECK_KERNELS=1: name a failing kernel
-    for (const auto& command : {train, evaluate, infer, collect, dataset, info}) {
+    for (const auto& command : {train, evaluate, infer, collect, dataset, train_offline, info}) {
       if (const int rc = command(); rc >= 0) return rc;
     }
     if (rollout_cmd->parsed()) {

@@ -1,38 +1,13 @@
 #include "config/train_config.hpp"
 
-#include "core/error.hpp"
-#include "core/strings.hpp"
-#include "io/strict_json.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <fstream>
-#include <limits>
-#include <sstream>
-#include <variant>
+#include "config/config_table.hpp"
 
 namespace foxrl {
 namespace {
 
-using Json = nlohmann::json;
-
-using Member =
-    std::variant<std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
-                 std::string TrainConfig::*, std::vector<std::int64_t> TrainConfig::*, EnvKind TrainConfig::*>;
-
-/// One key of the config: where it lives, its allowed range (numbers) or
-/// values (strings), and what it means.
-struct Field {
-  const char* key;
-  Member member;
-  double min;
-  double max;
-  std::vector<std::string> choices;
-  const char* help;
-};
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using Field = ConfigTable<TrainConfig>::Field;
+using config_detail::kInf;
+using config_detail::reject;
 
 const std::vector<Field>& fields() {
   using C = TrainConfig;
@@ -95,192 +70,26 @@ const std::vector<Field>& fields() {
   return table;
 }
 
-const Field* find_field(const std::string& key) {
-  for (const auto& f : fields()) {
-    if (key == f.key) return &f;
-  }
-  return nullptr;
-}
-
-[[noreturn]] void reject(const std::string& where, const std::string& key, const std::string& why) {
-  throw UsageError(where + ": key " + quote_excerpt(key, 64) + ": " + why);
-}
-
-/// Whole numbers in full (a range like [1, 2147483647] must not read as
-/// [1, 2.14748e+09]), others as the stream prints them.
-std::string number_text(double x) {
-  std::ostringstream s;
-  if (std::isfinite(x) && x == std::floor(x) && x >= 0 && x < 18446744073709551616.0) {
-    s << static_cast<unsigned long long>(x);  // the seed's bound 1.8e19 too
-  } else if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e18) {
-    s << static_cast<long long>(x);
-  } else {
-    s << x;
-  }
-  return s.str();
-}
-
-/// A field's range as --help-config prints it and messages quote it: "[1,
-/// 65536]", or "[0, inf)" without an upper bound (infinity itself is refused).
-std::string range_text(const Field& f) {
-  return "[" + number_text(f.min) + ", " + (f.max == kInf ? std::string("inf)") : number_text(f.max) + "]");
-}
-
-void check_range(const std::string& where, const Field& f, double value) {
-  if (!std::isfinite(value)) reject(where, f.key, "value " + number_text(value) + " is not finite");
-  if (value < f.min || value > f.max) {
-    std::ostringstream msg;
-    msg << "value " << number_text(value) << " is out of range " << range_text(f);
-    reject(where, f.key, msg.str());
-  }
-}
-
-/// Whether the JSON integer `v` lies in [lo, hi], compared exactly: a double
-/// holds integers only up to 2^53, so 18000000000000000500 would pass a
-/// bound of 1.8e19 as a double. The table's integer bounds are whole
-/// numbers in [0, 2^64).
-bool integer_in_range(const Json& v, double lo, double hi) {
-  if (v.is_number_integer() && !v.is_number_unsigned()) {
-    const std::int64_t x = v.get<std::int64_t>();
-    if (x < 0) return lo <= static_cast<double>(x) && static_cast<double>(x) <= hi;
-  }
-  const std::uint64_t u = v.get<std::uint64_t>();
-  const bool above_lo = lo <= 0 || u >= static_cast<std::uint64_t>(lo);
-  const bool below_hi = hi >= 18446744073709551615.0 || u <= static_cast<std::uint64_t>(hi);
-  return above_lo && below_hi;
-}
-
-/// Checks an integer value against the field's range before it is narrowed
-/// to the member's type; the message prints the value as given.
-void check_integer_range(const std::string& where, const Field& f, const Json& v) {
-  if (!integer_in_range(v, f.min, f.max)) {
-    reject(where, f.key, "value " + v.dump() + " is out of range " + range_text(f));
-  }
-}
-
-/// A JSON value quoted in a message (at most ~200 characters of it).
-std::string excerpt(const Json& value) { return quote_excerpt(value.dump()); }
-
-void assign(TrainConfig& config, const Field& f, const Json& value, const std::string& where) {
-  std::visit(
-      [&](auto member) {
-        using T = std::decay_t<decltype(config.*member)>;
-        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, EnvKind>) {
-          if (!value.is_string()) reject(where, f.key, "expected a string, got " + excerpt(value));
-          const auto s = value.get<std::string>();
-          if (!f.choices.empty()) {
-            bool ok = false;
-            for (const auto& c : f.choices) ok = ok || c == s;
-            if (!ok) reject(where, f.key, quote_excerpt(s) + " is not one of " + Json(f.choices).dump());
-          }
-          if constexpr (std::is_same_v<T, EnvKind>) {
-            config.*member = parse_env_kind(s);  // the one place the env's name is read
-          } else {
-            config.*member = s;
-          }
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (!value.is_boolean()) reject(where, f.key, "expected true or false, got " + excerpt(value));
-          config.*member = value.get<bool>();
-        } else if constexpr (std::is_same_v<T, double>) {
-          if (!value.is_number()) reject(where, f.key, "expected a number, got " + excerpt(value));
-          check_range(where, f, value.get<double>());
-          config.*member = value.get<double>();
-        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
-          if (!value.is_array() || value.empty()) {
-            reject(where, f.key, "expected a non-empty list of integers, got " + excerpt(value));
-          }
-          std::vector<std::int64_t> out;
-          for (const auto& v : value) {
-            if (!v.is_number_integer()) reject(where, f.key, "expected integers, got " + excerpt(v));
-            check_integer_range(where, f, v);
-            out.push_back(v.get<std::int64_t>());
-          }
-          config.*member = out;
-        } else {
-          if (!value.is_number_integer() || (std::is_unsigned_v<T> && value.get<double>() < 0)) {
-            reject(where, f.key,
-                   "expected a" + std::string(std::is_unsigned_v<T> ? " non-negative" : "n") + " integer, got " +
-                       excerpt(value));
-          }
-          check_integer_range(where, f, value);
-          config.*member = value.get<T>();
-        }
-      },
-      f.member);
-}
-
-Json value_of(const TrainConfig& config, const Field& f) {
-  return std::visit(
-      [&](auto member) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(config.*member)>, EnvKind>) {
-          return Json(env_kind_name(config.*member));
-        } else {
-          return Json(config.*member);
-        }
-      },
-      f.member);
-}
-
-/// Parses a command-line value as the field's type: numbers and booleans as
-/// JSON, lists as "a,b,c" (each entry JSON) or a JSON array, strings as they
-/// are. Syntax errors name "--set <key>" and the column.
-Json parse_override_value(const Field& f, const std::string& text) {
-  const bool is_string = std::holds_alternative<std::string TrainConfig::*>(f.member) ||
-                         std::holds_alternative<EnvKind TrainConfig::*>(f.member);
-  if (is_string) return Json(text);
-  const std::string source = std::string("--set ") + f.key;
-  if (std::holds_alternative<std::vector<std::int64_t> TrainConfig::*>(f.member) &&
-      (text.empty() || text.front() != '[')) {
-    Json list = Json::array();
-    std::size_t start = 0, entry = 1;
-    for (;;) {
-      const std::size_t comma = text.find(',', start);
-      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      list.push_back(parse_strict_json(item, source + " entry " + std::to_string(entry++)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return list;
-  }
-  return parse_strict_json(text, source);
+const ConfigTable<TrainConfig>& table() {
+  static const ConfigTable<TrainConfig> keys(fields(), "foxrl train --help-config");
+  return keys;
 }
 
 }  // namespace
 
 TrainConfig TrainConfig::from_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open the config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(path + ": cannot read the config file");
-  return from_json_text(text.str(), path);
+  return from_json_text(config_detail::read_config_file(path), path);
 }
 
 TrainConfig TrainConfig::from_json_text(const std::string& text, const std::string& where) {
-  const Json doc = parse_strict_json(text, where);
-  if (!doc.is_object()) throw UsageError(where + ": expected a JSON object of keys, got " + excerpt(doc));
   TrainConfig config;
-  for (const auto& [key, value] : doc.items()) {
-    const Field* f = find_field(key);
-    if (f == nullptr) reject(where, key, "unknown key (see `foxrl train --help-config`)");
-    assign(config, *f, value, where);
-  }
+  table().assign_json(config, text, where);
   config.validate();
   return config;
 }
 
 void TrainConfig::apply_overrides(const std::vector<std::string>& key_values) {
-  for (const auto& kv : key_values) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw UsageError("--set " + quote_excerpt(kv) + ": expected key=value");
-    }
-    const std::string key = kv.substr(0, eq);
-    const Field* f = find_field(key);
-    if (f == nullptr) reject("--set", key, "unknown key (see `foxrl train --help-config`)");
-    const Json value = parse_override_value(*f, kv.substr(eq + 1));
-    assign(*this, *f, value, "--set");
-  }
+  table().apply_overrides(*this, key_values);
   validate();
 }
 
@@ -297,25 +106,8 @@ void TrainConfig::validate() const {
   }
 }
 
-std::string TrainConfig::to_json() const {
-  Json out = Json::object();
-  for (const auto& f : fields()) out[f.key] = value_of(*this, f);
-  return out.dump(2);
-}
+std::string TrainConfig::to_json() const { return table().to_json(*this); }
 
-std::string TrainConfig::describe() {
-  const TrainConfig defaults;
-  std::ostringstream out;
-  for (const auto& f : fields()) {
-    out << "  " << f.key << " = " << value_of(defaults, f).dump();
-    if (!f.choices.empty()) {
-      out << "  (one of " << Json(f.choices).dump() << ")";
-    } else if (f.max > f.min) {
-      out << "  " << range_text(f);
-    }
-    out << "\n      " << f.help << "\n";
-  }
-  return out.str();
-}
+std::string TrainConfig::describe() { return table().describe(); }
 
 }  // namespace foxrl

@@ -9,6 +9,7 @@
 #include "io/strict_json.hpp"
 #include "io/svg_chart.hpp"
 #include "run/checkpoint_store.hpp"
+#include "run/run_directory.hpp"
 #include "run/run_manifest.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,56 +24,13 @@ namespace {
 /// What a run writes into its directory besides checkpoints/; the first
 /// five (with checkpoints/) mark a directory that holds a run (the first
 /// three are where runs before checkpoint generations kept theirs).
-const char* const run_files[] = {"checkpoint.json",
-                                 "checkpoint.safetensors",
-                                 "trainer_state.safetensors",
-                                 "metrics.jsonl",
-                                 "train.log",
-                                 "config.json",
-                                 "evaluation.json",
-                                 "equity.svg",
-                                 "learning_curve_return.svg",
-                                 "learning_curve_loss.svg"};
-constexpr int run_marker_files = 5;
-
-/// A fresh run must not append to another run's logs or replace its
-/// checkpoint unnoticed: refuse, or with `overwrite` remove that run's files.
-void prepare_fresh_directory(const std::string& dir, bool overwrite) {
-  namespace fs = std::filesystem;
-  const CheckpointStore store(dir);
-  std::error_code ec;
-  for (int i = 0; i <= run_marker_files && !overwrite; ++i) {
-    const fs::path marker = i < run_marker_files ? fs::path(dir) / run_files[i] : fs::path(store.checkpoints_dir());
-    if (fs::exists(marker, ec)) {
-      throw UsageError("out_dir '" + dir + "' already holds a run (" + marker.string() +
-                       "): continue it with `foxrl train --resume --set out_dir=" + dir +
-                       "`, replace it with --overwrite, or choose another out_dir");
-    }
-  }
-  if (!overwrite) return;
-  store.remove_all();
-  for (const char* name : run_files) {
-    fs::remove(fs::path(dir) / name, ec);
-    if (ec) throw UsageError("out_dir '" + dir + "': cannot remove " + name + " of the previous run: " + ec.message());
-  }
-}
-
-std::int64_t bytes_of(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<std::int64_t>(size);
-}
-
-/// Cuts `path` back to its first `bytes` bytes: what a run interrupted
-/// after its last checkpoint appended is dropped, so the log reads as the
-/// uninterrupted run's. A file already as short is left alone.
-void cut_back(const std::string& path, std::int64_t bytes) {
-  if (bytes_of(path) <= bytes) return;
-  std::error_code ec;
-  std::filesystem::resize_file(path, static_cast<std::uintmax_t>(bytes), ec);
-  if (ec)
-    throw Error("cannot cut " + path + " back to its checkpoint (" + std::to_string(bytes) +
-                " bytes): " + ec.message());
+const RunFiles& run_files() {
+  static const RunFiles files{
+      {"checkpoint.json", "checkpoint.safetensors", "trainer_state.safetensors", "metrics.jsonl", "train.log",
+       "config.json", "evaluation.json", "equity.svg", "learning_curve_return.svg", "learning_curve_loss.svg"},
+      5,
+      "foxrl train --resume"};
+  return files;
 }
 
 /// One line of metrics.jsonl; null for a line that is not JSON (a line cut
@@ -137,28 +95,13 @@ std::vector<EpochRecord> keep_metrics_until(const std::string& path, std::int64_
   return kept;
 }
 
-/// `what` on one line: Kokkos' allocation messages carry blank lines, runs
-/// of spaces and a note about tracebacks.
-std::string plain_message(std::string what) {
-  const std::string noise = "Traceback functionality not available";
-  for (auto at = what.find(noise); at != std::string::npos; at = what.find(noise)) what.erase(at, noise.size());
-  std::string out;
-  for (const char c : what) {
-    const char d = (c == '\n' || c == '\t') ? ' ' : c;
-    if (d == ' ' && (out.empty() || out.back() == ' ')) continue;
-    out += d;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
 /// A failure while the trainer allocates its state, said with what the
 /// config asks for and what the memory has.
 Error setup_failure(const TrainConfig& config, const std::exception& e) {
   const RunSpec spec = run_spec(config);
   const double replay_floor = double(config.buffer_capacity) * spec.obs_dim * sizeof(float);
   const MemoryInfo memory = default_memory_info();
-  std::string text = "setting up the run failed: " + plain_message(e.what()) +
+  std::string text = "setting up the run failed: " + one_line_message(e.what()) +
                      "\n  the replay buffer alone needs at least " + format_bytes(replay_floor) + " (buffer_capacity " +
                      std::to_string(config.buffer_capacity) + " x " + std::to_string(spec.obs_dim) +
                      " features x 4 bytes)";
@@ -255,7 +198,7 @@ EpochRecord TrainingRun::run_one_epoch(std::int64_t checkpointed) {
     files_->metrics.flush();
     const std::string kernel = KernelCheck::last_kernel();
     throw Error(
-        "epoch " + std::to_string(trainer_->epoch() + 1) + " failed: " + plain_message(e.what()) +
+        "epoch " + std::to_string(trainer_->epoch() + 1) + " failed: " + one_line_message(e.what()) +
         (kernel.empty() ? "" : " (last kernel launched: '" + kernel + "')") + "\n  " +
         (checkpointed > 0 ? "the checkpoint of epoch " + std::to_string(checkpointed) + " in " + config_.out_dir +
                                 " is intact: continue with --resume"
@@ -282,7 +225,7 @@ TrainingSummary TrainingRun::run() {
   }
   files_ = std::make_unique<Files>(config.out_dir);
   const CheckpointStore store(config.out_dir);
-  if (!resume_) prepare_fresh_directory(config.out_dir, overwrite_);
+  if (!resume_) prepare_fresh_run_directory(config.out_dir, overwrite_, run_files());
   TrainingSummary summary;
 
   if (!resume_) trainer_ = make_trainer();
@@ -298,8 +241,8 @@ TrainingSummary TrainingRun::run() {
         const auto it = resumed.log_bytes.find(name);
         return it == resumed.log_bytes.end() ? std::int64_t(0) : it->second;
       };
-      cut_back(log_path, bytes("train.log"));
-      cut_back(metrics_path, bytes("metrics.jsonl"));
+      cut_back_file(log_path, bytes("train.log"));
+      cut_back_file(metrics_path, bytes("metrics.jsonl"));
       summary.epochs = read_metrics(metrics_path);
     }
   }
@@ -334,8 +277,8 @@ TrainingSummary TrainingRun::run() {
       files_->log.flush();
       files_->metrics.flush();
       const std::map<std::string, std::int64_t> log_bytes = {
-          {"train.log", bytes_of(config.out_dir + "/train.log")},
-          {"metrics.jsonl", bytes_of(config.out_dir + "/metrics.jsonl")}};
+          {"train.log", file_bytes(config.out_dir + "/train.log")},
+          {"metrics.jsonl", file_bytes(config.out_dir + "/metrics.jsonl")}};
       store.publish(
           record.epoch, [&](const std::string& dir) { trainer.save_checkpoint(dir, log_bytes); },
           static_cast<int>(config.keep_checkpoints));

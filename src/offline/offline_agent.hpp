@@ -1,0 +1,128 @@
+#pragma once
+// OfflineAgent: what an offline trainer needs from a learner (IqlLearner,
+// CqlLearner, BcLearner), behind one interface, so the epoch loop,
+// checkpoints and evaluation are written once. make_offline_agent builds
+// the learner `config.algo` names; OfflineAgentOf<Exec, Learner> adapts any
+// learner with the common method names.
+
+#include "agents/offline/iql_learner.hpp"
+#include "core/error.hpp"
+#include "offline/offline_train_config.hpp"
+#include "views/agents/offline/offline_metrics.hpp"
+#include "views/nn/matrix.hpp"
+#include "views/replay/batch.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace foxrl {
+
+/// A named OfflineMetrics slot a learner reports.
+struct OfflineMetricSlot {
+  const char* name;
+  int slot;
+};
+
+template <class ExecSpace>
+class OfflineAgent {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  virtual ~OfflineAgent() = default;
+  /// One update on `batch`, queued on `space` (no host read).
+  virtual void update(const ExecSpace& space, const Batch<memory_space>& batch) = 0;
+  /// The greedy action of each row of `states`.
+  virtual void greedy_actions(const ExecSpace& space, const ConstMatrix<memory_space>& states,
+                              const Kokkos::View<std::int32_t*, memory_space>& actions_out) = 0;
+  /// The most rows one greedy_actions call takes.
+  virtual int max_inference_rows() const = 0;
+  /// OfflineMetrics of the last update; the slots this learner writes.
+  virtual const Kokkos::View<float*, memory_space>& metrics() const = 0;
+  virtual const std::vector<OfflineMetricSlot>& metric_slots() const = 0;
+  virtual std::int64_t updates() const = 0;
+  /// The learner's whole state (weights, targets, optimizer moments,
+  /// counter) to and from a safetensors file.
+  virtual void save(const ExecSpace& space, const std::string& path,
+                    const std::map<std::string, std::string>& stamp) const = 0;
+  virtual std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) = 0;
+};
+
+/// OfflineAgent over a learner of the common method names.
+template <class ExecSpace, class Learner>
+class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+  template <class LearnerConfig>
+  OfflineAgentOf(const ExecSpace& space, const LearnerConfig& config, std::vector<OfflineMetricSlot> slots)
+      : learner_(space, config), slots_(std::move(slots)) {}
+  void update(const ExecSpace& space, const Batch<memory_space>& batch) override { learner_.update(space, batch); }
+  void greedy_actions(const ExecSpace& space, const ConstMatrix<memory_space>& states,
+                      const Kokkos::View<std::int32_t*, memory_space>& actions_out) override {
+    learner_.greedy_actions(space, states, actions_out);
+  }
+  int max_inference_rows() const override { return learner_.max_inference_rows(); }
+  const Kokkos::View<float*, memory_space>& metrics() const override { return learner_.metrics(); }
+  const std::vector<OfflineMetricSlot>& metric_slots() const override { return slots_; }
+  std::int64_t updates() const override { return learner_.updates(); }
+  void save(const ExecSpace& space, const std::string& path,
+            const std::map<std::string, std::string>& stamp) const override {
+    learner_.save(space, path, stamp);
+  }
+  std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) override {
+    return learner_.load(space, path);
+  }
+  Learner& learner() { return learner_; }
+
+ private:
+  Learner learner_;
+  std::vector<OfflineMetricSlot> slots_;
+};
+
+/// The learner `config.algo` names, for observations of `obs_dim` features
+/// and `num_actions` actions, taking batches of config.batch_size and
+/// inference calls of up to `inference_rows` rows.
+template <class ExecSpace>
+std::unique_ptr<OfflineAgent<ExecSpace>> make_offline_agent(const ExecSpace& space, const OfflineTrainConfig& config,
+                                                            int obs_dim, int num_actions, int inference_rows) {
+  std::vector<int> hidden;
+  for (const auto h : config.hidden) hidden.push_back(static_cast<int>(h));
+  const auto common = [&](auto& c) {
+    c.obs_dim = obs_dim;
+    c.hidden = hidden;
+    c.num_actions = num_actions;
+    c.max_batch = static_cast<int>(config.batch_size);
+    c.max_inference_batch = inference_rows;
+    c.lr = static_cast<float>(config.lr);
+    c.eps = static_cast<float>(config.adam_eps);
+    c.max_grad_norm = static_cast<float>(config.max_grad_norm);
+    c.seed = config.seed;
+  };
+  using M = OfflineMetrics;
+  if (config.algo == "iql") {
+    IqlLearnerConfig c;
+    common(c);
+    c.expectile = static_cast<float>(config.expectile);
+    c.beta = static_cast<float>(config.iql_beta);
+    c.max_weight = static_cast<float>(config.max_weight);
+    c.polyak_tau = static_cast<float>(config.polyak_tau);
+    return std::make_unique<OfflineAgentOf<ExecSpace, IqlLearner<ExecSpace>>>(
+        space, c,
+        std::vector<OfflineMetricSlot>{{"value_loss", M::value_loss},
+                                       {"q1_loss", M::q1_loss},
+                                       {"q2_loss", M::q2_loss},
+                                       {"policy_loss", M::policy_loss},
+                                       {"mean_value", M::mean_value},
+                                       {"mean_q", M::mean_q},
+                                       {"mean_advantage", M::mean_advantage},
+                                       {"mean_weight", M::mean_weight},
+                                       {"clipped_weights", M::clipped_weights}});
+  }
+  throw UsageError("algo '" + config.algo + "': expected iql, cql or bc");
+}
+
+}  // namespace foxrl

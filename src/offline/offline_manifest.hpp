@@ -1,0 +1,36 @@
+#pragma once
+// OfflineManifest: the JSON file of an offline checkpoint generation
+// (offline_checkpoint.json beside learner.safetensors). It holds what the
+// learner's file does not: the run's config, the epoch, the sampler's call
+// counter (so a resumed run draws the batches the uninterrupted one would),
+// the dataset's size, the lengths of train.log and metrics.jsonl at the
+// checkpoint (a resume cuts the logs back to them), and a CRC-32C of its
+// own contents, so an edited or damaged manifest is refused.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace foxrl {
+
+struct OfflineManifest {
+  static constexpr int format_version = 1;
+  static constexpr const char* manifest_file = "offline_checkpoint.json";
+  static constexpr const char* learner_file = "learner.safetensors";
+
+  std::string config_json;  ///< OfflineTrainConfig::to_json() of the run
+  std::string algo;
+  std::int64_t epoch = 0;
+  std::int64_t updates = 0;
+  std::uint64_t sample_calls = 0;
+  std::int64_t dataset_rows = 0;
+  std::map<std::string, std::int64_t> log_bytes;
+
+  /// Writes `dir`/offline_checkpoint.json atomically.
+  void write(const std::string& dir) const;
+  /// Reads `dir`/offline_checkpoint.json; UsageError naming the file and
+  /// field on a missing, malformed or damaged (checksum) manifest.
+  static OfflineManifest read(const std::string& dir);
+};
+
+}  // namespace foxrl

@@ -1,0 +1,249 @@
+#pragma once
+// OfflineTrainer: the epoch loop of `foxrl train-offline`. Owns the run's
+// ExecutionContext (one instance for everything), the dataset in device
+// memory, the uniform sampler, the learner `config.algo` names, and the
+// env of the dataset for evaluation (rebuilt from the config the dataset
+// was recorded with).
+//
+// An epoch is `updates_per_epoch` iterations of sample -> update ->
+// accumulate the update's metrics, all queued on the instance with no host
+// read; the epoch's metric means are read once at its end. Evaluation
+// plays one greedy episode in each of `eval_episodes` envs of the dataset's
+// env, seeded from seed + 1 every time, so epochs are compared on the same
+// start states. Market observations reach the learner normalised: through
+// the normaliser the behaviour policy saw (recorded in the dataset), else
+// through statistics of the dataset itself; the dataset is normalised once,
+// in place, at setup.
+//
+// The state of a run is the learner's file plus the sampler's call counter
+// (OfflineManifest): a resumed run continues bit for bit.
+
+#include "core/compat.hpp"
+#include "core/error.hpp"
+#include "core/execution_context.hpp"
+#include "core/host_mirror.hpp"
+#include "envs/episode_evaluation.hpp"
+#include "kernels/offline/metric_sums.hpp"
+#include "offline/offline_agent.hpp"
+#include "offline/offline_dataset.hpp"
+#include "offline/offline_manifest.hpp"
+#include "offline/offline_sampler.hpp"
+#include "offline/offline_train_config.hpp"
+#include "run/setup.hpp"
+#include "run/training_log.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace foxrl {
+
+/// What one epoch of an offline run did.
+struct OfflineEpochRecord {
+  std::int64_t epoch = 0;
+  double seconds = 0;
+  std::int64_t updates = 0;  ///< since the start of the run
+  double updates_per_s = 0;  ///< this epoch
+  /// The epoch's mean of each metric the learner reports, in its order.
+  std::vector<std::pair<std::string, double>> metrics;
+  std::optional<EpisodeEvaluation> evaluation;  ///< when this epoch was evaluated
+};
+
+template <class ExecSpace>
+class OfflineTrainer {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  /// Reads and uploads the dataset, builds the learner and sampler. A
+  /// malformed dataset or config: UsageError naming the file and field.
+  explicit OfflineTrainer(const OfflineTrainConfig& config) : config_(config), context_(config.seed) {
+    config_.validate();
+    const ExecSpace& space = context_.space();
+    const DatasetFile file = read_dataset_file(config_.dataset);
+    metadata_ = file.metadata;
+    rows_ = file.rows;
+    spec_ = run_spec(metadata_.config);
+    if (spec_.obs_dim != metadata_.obs_dim || spec_.num_actions != metadata_.num_actions)
+      throw UsageError("dataset '" + config_.dataset + "': its config describes " + std::to_string(spec_.obs_dim) +
+                       " features and " + std::to_string(spec_.num_actions) + " actions, its tensors " +
+                       std::to_string(metadata_.obs_dim) + " and " + std::to_string(metadata_.num_actions));
+    dataset_.emplace(space, file);
+    if (spec_.env == EnvKind::market) {
+      market_.emplace(make_market(space, metadata_.config, spec_));
+      setup_normalizer(space, file);
+    }
+    const int inference_rows = std::max<int>(64, static_cast<int>(config_.eval_episodes));
+    agent_ = make_offline_agent(space, config_, metadata_.obs_dim, metadata_.num_actions, inference_rows);
+    OfflineSamplerConfig sampler;
+    sampler.max_batch = static_cast<int>(config_.batch_size);
+    sampler.gamma = static_cast<float>(config_.gamma);
+    sampler.seed = config_.seed;
+    sampler_.emplace(space, *dataset_, sampler);
+    sums_ = Kokkos::View<double*, memory_space>(Kokkos::view_alloc(space, "foxrl::OfflineTrainer::metric_sums"),
+                                                OfflineMetrics::count);
+    context_.fence("foxrl::OfflineTrainer::setup");
+  }
+
+  /// One epoch (see the file comment); evaluates when the epoch is a
+  /// multiple of eval_every or the last one.
+  OfflineEpochRecord run_epoch() {
+    const ExecSpace& space = context_.space();
+    const auto start = std::chrono::steady_clock::now();
+    const int B = static_cast<int>(config_.batch_size);
+    ProgressLine progress(config_.updates_per_epoch);
+    for (std::int64_t u = 0; u < config_.updates_per_epoch; ++u) {
+      const Batch<memory_space> batch = sampler_->sample(space, B);
+      agent_->update(space, batch);
+      kernels::accumulate_metrics(space, Kokkos::View<const float*, memory_space>(agent_->metrics()), sums_);
+      if ((u + 1) % 256 == 0) progress.tick(u + 1);
+    }
+    progress.finish();
+    const auto sums = to_host(space, sums_, "foxrl::OfflineTrainer::read_metrics");
+    Kokkos::deep_copy(space, sums_, 0.0);
+    ++epoch_;
+    OfflineEpochRecord r;
+    r.epoch = epoch_;
+    r.updates = agent_->updates();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.updates_per_s = r.seconds > 0 ? double(config_.updates_per_epoch) / r.seconds : 0.0;
+    for (const auto& s : agent_->metric_slots())
+      r.metrics.emplace_back(s.name, sums(s.slot) / double(config_.updates_per_epoch));
+    if (config_.eval_episodes > 0 && (epoch_ % config_.eval_every == 0 || epoch_ == config_.epochs))
+      r.evaluation = evaluate(static_cast<int>(config_.eval_episodes));
+    return r;
+  }
+
+  /// One greedy episode in each of `episodes` envs of the dataset's env
+  /// (market: the validation split, else the split the dataset replayed).
+  EpisodeEvaluation evaluate(int episodes) {
+    const ExecSpace& space = context_.space();
+    RunSpec spec = spec_;
+    spec.num_envs = episodes;
+    std::optional<VectorEnv<ExecSpace>> env;
+    if (market_) {
+      env.emplace(
+          make_vector_env(space, spec, config_.seed + 1, &market_->features, evaluation_split(market_->data.splits)));
+    } else {
+      env.emplace(make_vector_env(space, spec, config_.seed + 1));
+    }
+    using obs_view = typename VectorEnv<ExecSpace>::obs_view;
+    obs_view normalized;
+    if (adapter_)
+      normalized = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::OfflineTrainer::eval_obs"),
+                            episodes, spec.obs_dim);
+    const auto act = [&](const ExecSpace& s, const obs_view& obs,
+                         const Kokkos::View<std::int32_t*, memory_space>& actions) {
+      if (adapter_) {
+        adapter_->normalize(s, obs, normalized);
+        agent_->greedy_actions(s, ConstMatrix<memory_space>(normalized), actions);
+      } else {
+        agent_->greedy_actions(s, ConstMatrix<memory_space>(obs), actions);
+      }
+    };
+    // CartPole truncates at 500 steps, market episodes at episode_length;
+    // the bound only guards against an env that never ends an episode.
+    const std::int64_t max_steps = std::max<std::int64_t>(100000, 2 * metadata_.config.episode_length);
+    return evaluate_first_episodes(space, *env, act, max_steps);
+  }
+
+  /// Writes the learner (learner.safetensors) and the manifest
+  /// (offline_checkpoint.json) into `dir`. Fences.
+  void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes) const {
+    const ExecSpace& space = context_.space();
+    agent_->save(space, dir + "/" + OfflineManifest::learner_file, {{"algo", config_.algo}});
+    OfflineManifest m;
+    m.config_json = config_.to_json();
+    m.algo = config_.algo;
+    m.epoch = epoch_;
+    m.updates = agent_->updates();
+    m.sample_calls = sampler_->sample_calls();
+    m.dataset_rows = rows_;
+    m.log_bytes = log_bytes;
+    m.write(dir);
+  }
+
+  /// Loads the checkpoint in `dir`: the learner and the counters. The
+  /// algorithm and dataset size must be this run's (UsageError naming the
+  /// file otherwise); on an error nothing changes.
+  OfflineManifest resume(const std::string& dir) {
+    const ExecSpace& space = context_.space();
+    OfflineManifest m = OfflineManifest::read(dir);
+    if (m.algo != config_.algo)
+      throw UsageError(dir + "/" + OfflineManifest::manifest_file + ": the checkpoint is of algo '" + m.algo +
+                       "', the run's config says '" + config_.algo + "'");
+    if (m.dataset_rows != rows_)
+      throw UsageError(dir + "/" + OfflineManifest::manifest_file + ": the checkpoint trained on " +
+                       std::to_string(m.dataset_rows) + " transitions, the dataset " + config_.dataset + " has " +
+                       std::to_string(rows_));
+    agent_->load(space, dir + "/" + OfflineManifest::learner_file);
+    if (agent_->updates() != m.updates)
+      throw UsageError(dir + ": the learner file holds " + std::to_string(agent_->updates()) +
+                       " updates, the manifest " + std::to_string(m.updates));
+    sampler_->restore_counters(m.sample_calls);
+    epoch_ = m.epoch;
+    context_.fence("foxrl::OfflineTrainer::resume");
+    return m;
+  }
+
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t updates() const { return agent_->updates(); }
+  const DatasetMetadata& dataset_metadata() const { return metadata_; }
+  std::int64_t dataset_rows() const { return rows_; }
+  OfflineAgent<ExecSpace>& agent() { return *agent_; }
+  const ExecSpace& space() const { return context_.space(); }
+  const OfflineTrainConfig& config() const { return config_; }
+
+ private:
+  /// Market: the normaliser the behaviour policy used, else statistics of
+  /// the dataset's observations; frozen, applied to the dataset in place.
+  void setup_normalizer(const ExecSpace& space, const DatasetFile& file) {
+    adapter_ = make_adapter(space, spec_);
+    if (!adapter_) return;
+    if (file.normalizer) {
+      adapter_->import_state(space, *file.normalizer, config_.dataset);
+    } else {
+      adapter_->update(space, dataset_->storage().observations);
+    }
+    adapter_->set_frozen(true);
+    adapter_->normalize_in_place(space, dataset_->storage().observations, dataset_->storage().next_observations);
+  }
+
+  /// The split of the periodic evaluation: validation (held out from the
+  /// test split the final report uses), else the test split.
+  static MarketSplit evaluation_split(const MarketSplits& s) {
+    return s.validation.end > s.validation.begin ? s.validation : s.test;
+  }
+
+  /// A host copy of `v`; fences `space` with `label`.
+  static Kokkos::View<double*, Kokkos::HostSpace> to_host(const ExecSpace& space,
+                                                          const Kokkos::View<double*, memory_space>& v,
+                                                          const char* label) {
+    Kokkos::View<double*, Kokkos::HostSpace> h("foxrl::OfflineTrainer::host_sums", v.extent(0));
+    Kokkos::deep_copy(space, h, v);
+    compat::fence(space, label);
+    return h;
+  }
+
+  OfflineTrainConfig config_;
+  ExecutionContext<ExecSpace> context_;
+  DatasetMetadata metadata_;
+  std::int64_t rows_ = 0;
+  RunSpec spec_;
+  std::optional<OfflineDataset<ExecSpace>> dataset_;
+  std::optional<MarketComponents<ExecSpace>> market_;
+  std::optional<SignalAdapter<ExecSpace>> adapter_;
+  std::unique_ptr<OfflineAgent<ExecSpace>> agent_;
+  std::optional<OfflineSampler<ExecSpace>> sampler_;
+  Kokkos::View<double*, memory_space> sums_;
+  std::int64_t epoch_ = 0;
+};
+
+}  // namespace foxrl

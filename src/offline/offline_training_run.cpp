@@ -1,0 +1,276 @@
+#include "offline/offline_training_run.hpp"
+
+#include "core/error.hpp"
+#include "io/atomic_file.hpp"
+#include "io/output_dir.hpp"
+#include "io/strict_json.hpp"
+#include "io/svg_chart.hpp"
+#include "run/checkpoint_store.hpp"
+#include "run/run_directory.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+namespace foxrl {
+namespace {
+
+using Json = nlohmann::json;
+
+const RunFiles& offline_run_files() {
+  static const RunFiles files{
+      {"metrics.jsonl", "train.log", "config.json", "evaluation_episodes.json", "learning_curve_return.svg"},
+      2,
+      "foxrl train-offline --resume"};
+  return files;
+}
+
+/// The keys a resume may change; everything else shapes the run.
+bool may_change_on_resume(const std::string& key) {
+  return key == "epochs" || key == "out_dir" || key == "dataset" || key == "keep_checkpoints";
+}
+
+void check_resume_compatible(const OfflineTrainConfig& saved, const OfflineTrainConfig& now, const std::string& where) {
+  const Json a = Json::parse(saved.to_json()), b = Json::parse(now.to_json());
+  for (const auto& [key, value] : a.items()) {
+    if (may_change_on_resume(key) || b.at(key) == value) continue;
+    throw UsageError(where + ": the run was trained with " + key + " = " + value.dump() + ", the resume asks for " +
+                     b.at(key).dump() + " (only epochs, out_dir, dataset and keep_checkpoints may change)");
+  }
+  if (now.epochs < saved.epochs)
+    throw UsageError(where + ": epochs " + std::to_string(now.epochs) + " is fewer than the run's " +
+                     std::to_string(saved.epochs) + " (epochs may only grow)");
+}
+
+/// The evaluation means of metrics.jsonl, for the learning curve of a
+/// resumed run (NaN for epochs without an evaluation: a gap).
+std::vector<double> read_eval_means(const std::string& path) {
+  std::vector<double> means;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    Json j;
+    try {
+      j = parse_strict_json(line, path);
+    } catch (const UsageError&) {
+      continue;  // a line cut short by a crash
+    }
+    if (!j.is_object() || !j.contains("epoch")) continue;
+    means.push_back(j.contains("eval_return_mean") ? j.at("eval_return_mean").get<double>()
+                                                   : std::numeric_limits<double>::quiet_NaN());
+  }
+  return means;
+}
+
+std::string evaluation_json(const OfflineEpochRecord& r, const OfflineTrainConfig& config) {
+  const EpisodeEvaluation& e = *r.evaluation;
+  Json j;
+  j["algo"] = config.algo;
+  j["dataset"] = config.dataset;
+  j["epoch"] = r.epoch;
+  j["episodes"] = e.episodes;
+  j["unfinished"] = e.unfinished;
+  j["seed"] = config.seed + 1;
+  j["return_mean"] = e.mean;
+  j["return_std"] = e.std;
+  j["return_min"] = e.min;
+  j["return_max"] = e.max;
+  j["length_mean"] = e.mean_length;
+  j["returns"] = e.returns;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string format_offline_epoch_log(const OfflineEpochRecord& r) {
+  char head[160];
+  std::snprintf(head, sizeof head, "Epoch %lld complete in %.3f s: %lld updates, %.0f updates/s",
+                static_cast<long long>(r.epoch), r.seconds, static_cast<long long>(r.updates), r.updates_per_s);
+  std::string line = head;
+  for (const auto& [name, value] : r.metrics) {
+    char m[96];
+    std::snprintf(m, sizeof m, ", %s %.4f", name.c_str(), value);
+    line += m;
+  }
+  if (r.evaluation) {
+    const auto& e = *r.evaluation;
+    char m[160];
+    std::snprintf(m, sizeof m, "\ngreedy evaluation: return %.2f +- %.2f (min %.0f, max %.0f) over %d episodes%s",
+                  e.mean, e.std, e.min, e.max, e.episodes,
+                  e.unfinished > 0 ? (", " + std::to_string(e.unfinished) + " unfinished").c_str() : "");
+    line += m;
+  }
+  return line;
+}
+
+std::string offline_epoch_json(const OfflineEpochRecord& r) {
+  Json j;
+  j["epoch"] = r.epoch;
+  j["seconds"] = r.seconds;
+  j["updates"] = r.updates;
+  j["updates_per_s"] = r.updates_per_s;
+  for (const auto& [name, value] : r.metrics) j[name] = value;
+  if (r.evaluation) {
+    j["eval_episodes"] = r.evaluation->episodes;
+    j["eval_return_mean"] = r.evaluation->mean;
+    j["eval_return_std"] = r.evaluation->std;
+    j["eval_return_min"] = r.evaluation->min;
+    j["eval_return_max"] = r.evaluation->max;
+  }
+  return j.dump();
+}
+
+struct OfflineTrainingRun::Files {
+  explicit Files(const std::string& dir) : lock(dir) {}
+  RunDirectoryLock lock;
+  std::ofstream log;
+  std::ofstream metrics;
+  bool open = false;
+  std::vector<std::string> pending;
+};
+
+OfflineTrainingRun::OfflineTrainingRun(OfflineTrainConfig config, bool resume, bool overwrite)
+    : config_(std::move(config)), resume_(resume), overwrite_(overwrite) {
+  if (resume_ && overwrite_) throw UsageError("a run either resumes its directory or overwrites it, not both");
+}
+
+OfflineTrainingRun::~OfflineTrainingRun() = default;
+
+void OfflineTrainingRun::on_log(std::function<void(const std::string&)> sink) { sinks_.push_back(std::move(sink)); }
+
+OfflineTrainer<OfflineTrainingRun::ExecSpace>& OfflineTrainingRun::trainer() {
+  if (!trainer_) throw LogicError("OfflineTrainingRun::trainer(): the trainer exists from run() on");
+  return *trainer_;
+}
+
+OfflineTrainConfig OfflineTrainingRun::saved_config(const std::string& out_dir) {
+  const auto generations = CheckpointStore(out_dir).generations();
+  std::string problems;
+  for (const auto& g : generations) {
+    try {
+      const OfflineManifest m = OfflineManifest::read(g.path);
+      return OfflineTrainConfig::from_json_text(m.config_json, g.path + "/" + OfflineManifest::manifest_file);
+    } catch (const UsageError& e) {
+      problems += std::string(problems.empty() ? "" : "; ") + e.what();
+    }
+  }
+  throw UsageError("--resume: no usable offline checkpoint in '" + out_dir + "'" +
+                   (problems.empty() ? std::string(" (no checkpoints/epoch-N directory)") : ": " + problems));
+}
+
+void OfflineTrainingRun::say(const std::string& line) {
+  for (const auto& sink : sinks_) sink(line);
+  if (files_->open) {
+    files_->log << line << std::endl;
+  } else {
+    files_->pending.push_back(line);
+  }
+}
+
+void OfflineTrainingRun::resume_newest_generation() {
+  const CheckpointStore store(config_.out_dir);
+  const auto generations = store.generations();
+  std::string problems;
+  for (std::size_t i = 0; i < generations.size(); ++i) {
+    const auto& g = generations[i];
+    try {
+      if (!trainer_) trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_);
+      const OfflineManifest m = trainer_->resume(g.path);
+      for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);
+      if (i > 0) say("warning: resumed from the older checkpoint " + g.path + "; set aside as damaged: " + problems);
+      const auto bytes = [&](const char* name) {
+        const auto it = m.log_bytes.find(name);
+        return it == m.log_bytes.end() ? std::int64_t(0) : it->second;
+      };
+      cut_back_file(config_.out_dir + "/train.log", bytes("train.log"));
+      cut_back_file(config_.out_dir + "/metrics.jsonl", bytes("metrics.jsonl"));
+      return;
+    } catch (const LogicError&) {
+      throw;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      problems += std::string(problems.empty() ? "" : "; ") + g.path + " (" + what + ")";
+      trainer_.reset();
+    }
+  }
+  throw UsageError("--resume: no usable checkpoint in " + config_.out_dir +
+                   (problems.empty() ? std::string() : ": " + problems));
+}
+
+OfflineTrainingSummary OfflineTrainingRun::run() {
+  if (started_) throw LogicError("OfflineTrainingRun::run(): a run runs once");
+  started_ = true;
+  config_.validate();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (resume_) {
+    // Nothing on disk changes before the checkpoint has loaded: a failed
+    // resume leaves the run as it was.
+    if (!fs::is_directory(config_.out_dir, ec))
+      throw UsageError("--resume: out_dir '" + config_.out_dir + "' is not a directory");
+    check_resume_compatible(saved_config(config_.out_dir), config_, config_.out_dir + "/checkpoints");
+  } else {
+    prepare_output_directory(config_.out_dir, "out_dir");
+  }
+  files_ = std::make_unique<Files>(config_.out_dir);
+  const CheckpointStore store(config_.out_dir);
+  if (!resume_) prepare_fresh_run_directory(config_.out_dir, overwrite_, offline_run_files());
+  OfflineTrainingSummary summary;
+  if (resume_) {
+    resume_newest_generation();
+  } else {
+    trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_);
+  }
+  OfflineTrainer<ExecSpace>& trainer = *trainer_;
+  const DatasetMetadata& d = trainer.dataset_metadata();
+  say("foxrl " FOXRL_VERSION " train-offline: " + config_.algo + " on " + ExecSpace::name() + ", dataset " +
+      config_.dataset + " (" + std::to_string(trainer.dataset_rows()) + " transitions of " + env_kind_name(d.env) +
+      (d.policy.empty() ? std::string() : ", behaviour policy " + d.policy) +
+      (d.epsilon.empty() ? std::string() : " epsilon " + d.epsilon) + "), seed " + std::to_string(config_.seed));
+  if (resume_) {
+    say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
+        std::to_string(trainer.updates()) + " updates) in " + config_.out_dir);
+  }
+  summary.first_epoch = trainer.epoch();
+  store.remove_stale_temporaries();
+  files_->log.open(config_.out_dir + "/train.log", std::ios::app);
+  files_->metrics.open(config_.out_dir + "/metrics.jsonl", std::ios::app);
+  if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config_.out_dir + "': cannot write its logs");
+  files_->open = true;
+  for (const auto& line : files_->pending) files_->log << line << "\n";
+  files_->log.flush();
+  files_->pending.clear();
+  write_file_atomically(config_.out_dir + "/config.json", config_.to_json() + "\n");
+
+  for (std::int64_t e = trainer.epoch(); e < config_.epochs; ++e) {
+    const OfflineEpochRecord record = trainer.run_epoch();
+    summary.epochs.push_back(record);
+    say(format_offline_epoch_log(record));
+    files_->metrics << offline_epoch_json(record) << std::endl;
+    if (record.evaluation)
+      write_file_atomically(config_.out_dir + "/evaluation_episodes.json", evaluation_json(record, config_));
+    if (record.epoch % config_.checkpoint_every == 0 || e + 1 == config_.epochs) {
+      files_->log.flush();
+      files_->metrics.flush();
+      const std::map<std::string, std::int64_t> log_bytes = {
+          {"train.log", file_bytes(config_.out_dir + "/train.log")},
+          {"metrics.jsonl", file_bytes(config_.out_dir + "/metrics.jsonl")}};
+      store.publish(
+          record.epoch, [&](const std::string& dir) { trainer.save_checkpoint(dir, log_bytes); },
+          static_cast<int>(config_.keep_checkpoints));
+    }
+  }
+  ChartSeries returns{"greedy evaluation return (mean)", read_eval_means(config_.out_dir + "/metrics.jsonl")};
+  write_file_atomically(
+      config_.out_dir + "/learning_curve_return.svg",
+      render_line_chart("Greedy evaluation return per epoch (" + config_.algo + ")", "epoch", "return", {returns}));
+  say("outputs in " + config_.out_dir +
+      ": train.log, metrics.jsonl, checkpoints/epoch-N/ (learner.safetensors + offline_checkpoint.json), "
+      "evaluation_episodes.json, learning_curve_return.svg");
+  return summary;
+}
+
+}  // namespace foxrl

@@ -1,0 +1,38 @@
+#pragma once
+// The files of a run directory, shared by `foxrl train` and `foxrl
+// train-offline`: a fresh run refuses (or, asked to, clears) a directory
+// that already holds a run; a resumed run cuts its append-only logs back to
+// the lengths its checkpoint recorded.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace foxrl {
+
+/// What a kind of run writes into its directory besides checkpoints/.
+struct RunFiles {
+  std::vector<std::string> names;  ///< every file a run writes
+  int markers = 0;                 ///< the first `markers` names (and checkpoints/) mean "holds a run"
+  std::string resume_command;      ///< how to continue such a run, e.g. "foxrl train --resume"
+};
+
+/// A fresh run must not append to another run's logs or replace its
+/// checkpoints unnoticed: UsageError naming the file that marks a run
+/// (and how to continue or replace it), or with `overwrite` the run's files
+/// and checkpoint generations are removed (anything else stays).
+void prepare_fresh_run_directory(const std::string& dir, bool overwrite, const RunFiles& files);
+
+/// The size of `path` in bytes (0 if it does not exist).
+std::int64_t file_bytes(const std::string& path);
+
+/// Cuts `path` back to its first `bytes` bytes: what a run interrupted
+/// after its last checkpoint appended is dropped, so the log reads as the
+/// uninterrupted run's. A file already as short is left alone.
+void cut_back_file(const std::string& path, std::int64_t bytes);
+
+/// `what` on one line: Kokkos' allocation messages carry blank lines, runs
+/// of spaces and a note about tracebacks.
+std::string one_line_message(std::string what);
+
+}  // namespace foxrl

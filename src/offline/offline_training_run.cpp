@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -43,6 +44,16 @@ void check_resume_compatible(const OfflineTrainConfig& saved, const OfflineTrain
   if (now.epochs < saved.epochs)
     throw UsageError(where + ": epochs " + std::to_string(now.epochs) + " is fewer than the run's " +
                      std::to_string(saved.epochs) + " (epochs may only grow)");
+}
+
+/// A recorded number in a log line: 0.29999999999999999 as 0.3.
+std::string short_number(const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return text;
+  char out[32];
+  std::snprintf(out, sizeof out, "%g", x);
+  return out;
 }
 
 /// The evaluation means of metrics.jsonl, for the learning curve of a
@@ -229,7 +240,8 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
   say("foxrl " FOXRL_VERSION " train-offline: " + config_.algo + " on " + ExecSpace::name() + ", dataset " +
       config_.dataset + " (" + std::to_string(trainer.dataset_rows()) + " transitions of " + env_kind_name(d.env) +
       (d.policy.empty() ? std::string() : ", behaviour policy " + d.policy) +
-      (d.epsilon.empty() ? std::string() : " epsilon " + d.epsilon) + "), seed " + std::to_string(config_.seed));
+      (d.policy == "epsilon-greedy" ? " epsilon " + short_number(d.epsilon) : std::string()) + "), seed " +
+      std::to_string(config_.seed));
   if (resume_) {
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
         std::to_string(trainer.updates()) + " updates) in " + config_.out_dir);

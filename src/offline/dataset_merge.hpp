@@ -12,6 +12,7 @@
 // count is not a whole number of iterations leaves the order unknown for
 // everything after it, which is then recorded without the row_order key.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

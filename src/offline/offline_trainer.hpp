@@ -134,20 +134,11 @@ class OfflineTrainer {
     } else {
       env.emplace(make_vector_env(space, spec, config_.seed + 1));
     }
-    using obs_view = typename VectorEnv<ExecSpace>::obs_view;
-    obs_view normalized;
+    GreedyAct act{agent_.get(), adapter_ ? &*adapter_ : nullptr, {}};
     if (adapter_)
-      normalized = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::OfflineTrainer::eval_obs"),
-                            episodes, spec.obs_dim);
-    const auto act = [&](const ExecSpace& s, const obs_view& obs,
-                         const Kokkos::View<std::int32_t*, memory_space>& actions) {
-      if (adapter_) {
-        adapter_->normalize(s, obs, normalized);
-        agent_->greedy_actions(s, ConstMatrix<memory_space>(normalized), actions);
-      } else {
-        agent_->greedy_actions(s, ConstMatrix<memory_space>(obs), actions);
-      }
-    };
+      act.normalized =
+          obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::OfflineTrainer::eval_obs"), episodes,
+                   spec.obs_dim);
     // CartPole truncates at 500 steps, market episodes at episode_length;
     // the bound only guards against an env that never ends an episode.
     const std::int64_t max_steps = std::max<std::int64_t>(100000, 2 * metadata_.config.episode_length);
@@ -202,6 +193,26 @@ class OfflineTrainer {
   const OfflineTrainConfig& config() const { return config_; }
 
  private:
+  using obs_view = typename VectorEnv<ExecSpace>::obs_view;
+
+  /// The greedy policy evaluate_first_episodes calls (a named type: nvcc
+  /// refuses a local lambda type in the template arguments of a function
+  /// that launches extended lambdas).
+  struct GreedyAct {
+    OfflineAgent<ExecSpace>* agent;
+    SignalAdapter<ExecSpace>* adapter;  ///< market: normalises first; else null
+    obs_view normalized;
+    void operator()(const ExecSpace& s, const obs_view& obs,
+                    const Kokkos::View<std::int32_t*, memory_space>& actions) const {
+      if (adapter != nullptr) {
+        adapter->normalize(s, obs, normalized);
+        agent->greedy_actions(s, ConstMatrix<memory_space>(normalized), actions);
+      } else {
+        agent->greedy_actions(s, ConstMatrix<memory_space>(obs), actions);
+      }
+    }
+  };
+
   /// Market: the normaliser the behaviour policy used, else statistics of
   /// the dataset's observations; frozen, applied to the dataset in place.
   void setup_normalizer(const ExecSpace& space, const DatasetFile& file) {

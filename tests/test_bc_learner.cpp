@@ -9,6 +9,7 @@
 #include "agents/offline/iql_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "io/safetensors.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/reference_offline.hpp"
 #include "support/test_spaces.hpp"
@@ -178,8 +179,8 @@ TEMPLATE_TEST_CASE("BC update: the policy's gradient matches central differences
   }
 }
 
-TEMPLATE_TEST_CASE("BC on a one-state dataset converges to the action frequencies and picks their mode",
-                   "[bc][fixed]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("BC on a one-state dataset converges to the action frequencies and picks their mode", "[bc][fixed]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -217,18 +218,21 @@ TEMPLATE_TEST_CASE("BC on a one-state dataset converges to the action frequencie
   const std::vector<double> x(obs, obs + 3);
   const auto logits = net.head(x.data());
   const double lse = foxrl::test::ref_logsumexp(logits.data(), A);
-  // Full-batch Adam at lr 1e-3 settles on the minimum softmax = mu up to
-  // its steps' jitter (observed: below 1e-4 after 2000 updates); 1e-3
-  // absolute on probabilities.
+  // Full-batch Adam at lr 1e-3 settles on the minimum softmax = mu to
+  // float32 rounding (observed: within 3e-8 after 2000 updates); 1e-5
+  // absolute on probabilities leaves room for another backend's summation
+  // order.
+  const double tol = 1e-5;
   for (int a = 0; a < A; ++a) {
-    INFO("action " << a);
-    CHECK(std::exp(logits[a] - lse) == Approx(counts[a] / 16.0).margin(1e-3));
+    const double p = std::exp(logits[a] - lse);
+    INFO("action " << a << ": learned " << p << ", frequency " << counts[a] / 16.0);
+    CHECK(std::abs(p - counts[a] / 16.0) <= tol);
   }
-  // The loss at the minimum is the entropy of mu.
+  // The loss of the last update (taken just before its step) is the entropy
+  // of mu at the minimum.
   double entropy = 0.0;
   for (int a = 0; a < A; ++a) entropy -= counts[a] / 16.0 * std::log(counts[a] / 16.0);
-  CHECK(foxrl::test::to_host(space, learner.metrics())(foxrl::OfflineMetrics::bc_loss) ==
-        Approx(entropy).margin(1e-4));
+  CHECK(std::abs(foxrl::test::to_host(space, learner.metrics())(foxrl::OfflineMetrics::bc_loss) - entropy) <= tol);
 
   const auto states = to_device(space, std::vector<float>(obs, obs + 3), 1, 3);
   Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 1);
@@ -236,8 +240,7 @@ TEMPLATE_TEST_CASE("BC on a one-state dataset converges to the action frequencie
   CHECK(foxrl::test::to_host(space, actions)(0) == 1);
 }
 
-TEMPLATE_TEST_CASE("a BC update and greedy actions run on the context's instance", "[bc][audit]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("a BC update and greedy actions run on the context's instance", "[bc][audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -352,7 +355,15 @@ TEMPLATE_TEST_CASE("BC load refuses a bad file with a UsageError naming it and c
     const auto bad = temp_path("bc_corrupt", Exec::name());
     write_bytes(bad, flipped);
     refused(bad, "corrupted");
-    for (const auto& p : {path, cut, bad}) std::remove(p.c_str());
+    // The right tensors under another learner's format: refused by the
+    // format alone, and the message says so.
+    auto file = foxrl::safetensors::read(path);
+    file.metadata["format"] = "foxrl-cql";
+    const auto relabelled = temp_path("bc_relabelled", Exec::name());
+    foxrl::safetensors::write(relabelled, file);
+    refused(relabelled, "another format");
+    CHECK_THROWS_WITH(learner.load(space, relabelled), Catch::Contains("'format' is 'foxrl-cql'"));
+    for (const auto& p : {path, cut, bad, relabelled}) std::remove(p.c_str());
   }
   // Checkpoints of the other offline learners, same shapes.
   {

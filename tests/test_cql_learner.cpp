@@ -10,6 +10,7 @@
 #include "agents/offline/iql_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "io/safetensors.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/reference_offline.hpp"
@@ -134,8 +135,7 @@ struct CqlState {
   std::vector<float> params, target, m, v;
   std::int64_t step = 0, updates = 0;
   bool operator==(const CqlState& o) const {
-    return params == o.params && target == o.target && m == o.m && v == o.v && step == o.step &&
-           updates == o.updates;
+    return params == o.params && target == o.target && m == o.m && v == o.v && step == o.step && updates == o.updates;
   }
 };
 
@@ -404,10 +404,12 @@ TEMPLATE_TEST_CASE("CQL on a one-state dataset converges to the stationary point
   const auto mu = one_state_mu();
   const std::vector<double> r(one_state_rewards, one_state_rewards + one_state_actions);
   const int updates = 3000;
-  // Full-batch Adam at lr 1e-3 settles to the stationary point up to its
-  // steps' own jitter (observed: below 2e-4 after 3000 updates); 1e-3
-  // absolute on values of order 1.
-  const double tol = 1e-3;
+  // Full-batch Adam at lr 1e-3 on this strictly convex objective settles on
+  // the stationary point to float32 rounding (observed: within 5e-8 after
+  // 3000 updates); 1e-5 absolute on values of order 1 leaves room for
+  // another backend's summation order, and is far below the push-downs
+  // (0.08 to 1.09) that tell the penalty's stationary point from r.
+  const double tol = 1e-5;
   for (const double alpha : {1.0, 0.5}) {
     INFO("alpha " << alpha);
     double residual = 1.0;
@@ -421,7 +423,7 @@ TEMPLATE_TEST_CASE("CQL on a one-state dataset converges to the stationary point
     const auto q = train_one_state(space, static_cast<float>(alpha), updates, greedy);
     for (int j = 0; j < one_state_actions; ++j) {
       INFO("action " << j << ": learned " << q[j] << ", stationary " << q_star[j]);
-      CHECK(q[j] == Approx(q_star[j]).margin(tol));
+      CHECK(std::abs(q[j] - q_star[j]) <= tol);
     }
     CHECK(q[3] < r[3]);
     CHECK(greedy == 1);  // argmax of the stationary point (the rare action is not chosen)
@@ -437,14 +439,13 @@ TEMPLATE_TEST_CASE("CQL on a one-state dataset converges to the stationary point
     const auto q = train_one_state(space, 0.0f, updates, greedy);
     for (int j = 0; j < one_state_actions; ++j) {
       INFO("alpha 0, action " << j << ": learned " << q[j]);
-      CHECK(q[j] == Approx(r[j]).margin(tol));
+      CHECK(std::abs(q[j] - r[j]) <= tol);
     }
     CHECK(greedy == 3);
   }
 }
 
-TEMPLATE_TEST_CASE("a CQL update and greedy actions run on the context's instance", "[cql][audit]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("a CQL update and greedy actions run on the context's instance", "[cql][audit]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
   foxrl::ExecutionContext<Exec> context;
@@ -486,8 +487,8 @@ TEMPLATE_TEST_CASE("a CQL update and greedy actions run on the context's instanc
   }
 }
 
-TEMPLATE_TEST_CASE("CQL checkpoints: save then load restores the network, target, Adam state and counter",
-                   "[cql][io]", FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("CQL checkpoints: save then load restores the network, target, Adam state and counter", "[cql][io]",
+                   FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
@@ -569,7 +570,15 @@ TEMPLATE_TEST_CASE("CQL load refuses a bad file with a UsageError naming it and 
     const auto bad = temp_path("cql_corrupt", Exec::name());
     write_bytes(bad, flipped);
     refused(bad, "corrupted");
-    for (const auto& p : {path, cut, bad}) std::remove(p.c_str());
+    // The right tensors under another learner's format: refused by the
+    // format alone, and the message says so.
+    auto file = foxrl::safetensors::read(path);
+    file.metadata["format"] = "foxrl-iql";
+    const auto relabelled = temp_path("cql_relabelled", Exec::name());
+    foxrl::safetensors::write(relabelled, file);
+    refused(relabelled, "another format");
+    CHECK_THROWS_WITH(learner.load(space, relabelled), Catch::Contains("'format' is 'foxrl-iql'"));
+    for (const auto& p : {path, cut, bad, relabelled}) std::remove(p.c_str());
   }
   // Checkpoints of the other offline learners, same shapes.
   {

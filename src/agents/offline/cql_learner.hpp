@@ -58,11 +58,11 @@ struct CqlLearnerConfig {
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
-  float max_grad_norm = 0.0f;     ///< <= 0: no clipping
-  float alpha = 1.0f;             ///< weight of the conservative penalty, >= 0 (0: double DQN with the mse loss)
-  bool double_q = true;           ///< a* chosen by the online Q at s' (else by the target)
+  float max_grad_norm = 0.0f;      ///< <= 0: no clipping
+  float alpha = 1.0f;              ///< weight of the conservative penalty, >= 0 (0: the TD loss alone)
+  bool double_q = true;            ///< a* chosen by the online Q at s' (else by the target)
   int target_update_every = 1000;  ///< hard copy after every K-th update; 0 with polyak_tau > 0
-  float polyak_tau = 0.0f;        ///< > 0 (<= 1): target = tau Q + (1 - tau) target after every update instead
+  float polyak_tau = 0.0f;         ///< > 0 (<= 1): target = tau Q + (1 - tau) target after every update instead
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;

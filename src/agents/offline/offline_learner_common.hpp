@@ -55,7 +55,11 @@ void validate_offline_common(const std::string& who, const Config& c) {
   if (!(c.beta2 >= 0.0f && c.beta2 < 1.0f)) bad("beta2", "must be in [0, 1), got " + std::to_string(c.beta2));
   if (!(c.eps > 0.0f)) bad("eps", "must be > 0, got " + std::to_string(c.eps));
   if (std::isnan(c.max_grad_norm)) bad("max_grad_norm", "must be a number");
-  (void)NetworkLayout::plain(c.obs_dim, c.hidden, c.num_actions);  // checks hidden
+  try {
+    (void)NetworkLayout::plain(c.obs_dim, c.hidden, c.num_actions);  // checks hidden
+  } catch (const UsageError& e) {
+    throw UsageError("foxrl::" + who + ": " + e.what());  // names the config as the other fields do
+  }
 }
 
 /// The AdamHyper of a config's lr, beta1, beta2, eps and max_grad_norm

@@ -1,0 +1,676 @@
+// CqlLearner: one update's gradient against central differences of the
+// float64 loss (tests/support/reference_offline.hpp over the float64 MLP of
+// reference_dqn.hpp), both target schemes, the stationary point of the CQL
+// objective on a one-state dataset (solved by Newton's method in float64),
+// a one-instance audit of an update, checkpoints and their errors, config
+// and batch errors.
+
+#include "agents/offline/bc_learner.hpp"
+#include "agents/offline/cql_learner.hpp"
+#include "agents/offline/iql_learner.hpp"
+#include "core/execution_context.hpp"
+#include "core/kokkos_tools_audit.hpp"
+#include "io/safetensors.hpp"
+#include "kernels/nn/weight_init.hpp"
+#include "support/reference_dqn.hpp"
+#include "support/reference_offline.hpp"
+#include "support/test_spaces.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+using foxrl::test::flat_host;
+using foxrl::test::RefBatch;
+using foxrl::test::RefNet;
+using foxrl::test::to_device;
+
+/// Ragged sizes: obs 5, hidden {7, 3}, 3 actions; batches of up to 16 rows.
+foxrl::CqlLearnerConfig small_config(foxrl::DenseBackend backend) {
+  foxrl::CqlLearnerConfig c;
+  c.obs_dim = 5;
+  c.hidden = {7, 3};
+  c.num_actions = 3;
+  c.max_batch = 16;
+  c.max_inference_batch = 20;
+  c.alpha = 0.7f;
+  c.seed = 41;
+  c.dense_backend = backend;
+  return c;
+}
+
+RefNet ref_net(const foxrl::NetworkLayout& layout, const std::vector<float>& p) {
+  return RefNet{layout, std::vector<double>(p.begin(), p.end())};
+}
+
+bool is_padding(const foxrl::NetworkLayout& layout, std::size_t i) {
+  for (int l = 0; l < layout.num_layers; ++l) {
+    const auto& s = layout.layers[l];
+    if (i >= s.weight_offset && i < s.weight_offset + s.weight_size()) return false;
+    if (i >= s.bias_offset && i < s.bias_offset + std::size_t(s.out)) return false;
+  }
+  return true;
+}
+
+/// The plain-head outputs of `net` for every row of `x` [rows, obs_dim],
+/// row-major.
+std::vector<double> heads(const RefNet& net, const std::vector<float>& x, int rows) {
+  const int D = net.layout.obs_dim;
+  std::vector<double> out;
+  for (int i = 0; i < rows; ++i) {
+    const std::vector<double> row(x.begin() + std::size_t(i) * D, x.begin() + std::size_t(i + 1) * D);
+    const auto h = net.head(row.data());
+    out.insert(out.end(), h.begin(), h.end());
+  }
+  return out;
+}
+
+foxrl::test::RefOfflineBatch offline_columns(const RefBatch& b, int num_actions) {
+  foxrl::test::RefOfflineBatch o;
+  o.batch = b.size;
+  o.num_actions = num_actions;
+  o.actions.assign(b.actions.begin(), b.actions.end());
+  o.rewards.assign(b.rewards.begin(), b.rewards.end());
+  o.discounts.assign(b.discounts.begin(), b.discounts.end());
+  return o;
+}
+
+struct GradCheck {
+  double worst = 0.0, scale = 0.0, norm_sq = 0.0;
+  std::size_t padding_nonzero = 0;
+};
+
+/// Central differences of `loss` in every non-padding parameter of `net`
+/// against the float32 gradients `grads`.
+GradCheck check_gradients(const RefNet& net, const std::vector<float>& grads,
+                          const std::function<double(const RefNet&)>& loss) {
+  GradCheck c;
+  const double h = 1e-6;
+  for (std::size_t k = 0; k < net.layout.total; ++k) {
+    if (is_padding(net.layout, k)) {
+      c.padding_nonzero += grads[k] != 0.0f;
+      continue;
+    }
+    RefNet plus = net, minus = net;
+    plus.p[k] += h;
+    minus.p[k] -= h;
+    const double fd = (loss(plus) - loss(minus)) / (2 * h);
+    c.worst = std::max(c.worst, std::abs(fd - grads[k]));
+    c.scale = std::max(c.scale, std::abs(fd));
+    c.norm_sq += fd * fd;
+  }
+  return c;
+}
+
+std::string temp_path(const std::string& stem, const char* space) {
+  return (std::filesystem::temp_directory_path() /
+          ("foxrl_" + stem + "_" + std::to_string(::getpid()) + "_" + space + ".safetensors"))
+      .string();
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// Everything a CqlLearner's checkpoint holds, on the host.
+struct CqlState {
+  std::vector<float> params, target, m, v;
+  std::int64_t step = 0, updates = 0;
+  bool operator==(const CqlState& o) const {
+    return params == o.params && target == o.target && m == o.m && v == o.v && step == o.step && updates == o.updates;
+  }
+};
+
+template <class Exec>
+CqlState state_of(const Exec& space, const foxrl::CqlLearner<Exec>& l) {
+  CqlState s;
+  s.params = flat_host(space, l.params().flat);
+  s.target = flat_host(space, l.target().params().flat);
+  s.m = flat_host(space, l.optimizer().m());
+  s.v = flat_host(space, l.optimizer().v());
+  s.step = foxrl::test::to_host(space, l.optimizer().step())();
+  s.updates = l.updates();
+  return s;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("CQL update: the Q network's gradient matches central differences of the float64 loss",
+                   "[cql][grad]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+    for (const bool double_q : {true, false}) {
+      auto config = small_config(backend);
+      config.double_q = double_q;
+      config.polyak_tau = 0.25f;
+      config.target_update_every = 0;
+      foxrl::CqlLearner<Exec> learner(space, config);
+      const auto& layout = learner.layout();
+      REQUIRE(layout.head_kind == foxrl::HeadKind::plain);
+      REQUIRE(layout.head_outputs() == 3);
+      // A target apart from the online network, so the TD target reads the
+      // target and (with double_q) the selection the online network.
+      foxrl::kernels::init_weights(space, learner.target().params().flat, layout, 5, foxrl::InitScheme::torch_default);
+      const auto p0 = flat_host(space, learner.params().flat);
+      const auto t0 = flat_host(space, learner.target().params().flat);
+      REQUIRE(p0 != t0);
+
+      const int B = 13;  // fewer rows than max_batch
+      const auto batch = foxrl::test::random_batch(B, 5, 3, 23);
+      learner.update(space, to_device(space, batch));
+      CHECK(learner.updates() == 1);
+
+      const auto b = offline_columns(batch, 3);
+      const RefNet qnet = ref_net(layout, p0), tnet = ref_net(layout, t0);
+      const auto target_next = heads(tnet, batch.next_states, B);
+      const double alpha = config.alpha;
+      const auto loss = [&](const RefNet& n) {
+        const auto online_next = double_q ? heads(n, batch.next_states, B) : std::vector<double>();
+        return foxrl::test::ref_cql_loss(b, heads(n, batch.states, B), target_next, online_next, alpha).loss;
+      };
+      const auto online_next = heads(qnet, batch.next_states, B);
+      const auto ref = foxrl::test::ref_cql_loss(b, heads(qnet, batch.states, B), target_next,
+                                                 double_q ? online_next : std::vector<double>(), alpha);
+      // The two selections of a* give different losses here, so the check
+      // below tells them apart.
+      const auto other = foxrl::test::ref_cql_loss(b, heads(qnet, batch.states, B), target_next,
+                                                   double_q ? std::vector<double>() : online_next, alpha);
+      REQUIRE(std::abs(ref.td_loss - other.td_loss) > 1e-3);
+      INFO("backend " << foxrl::to_string(backend) << ", double_q " << double_q);
+
+      using M = foxrl::OfflineMetrics;
+      const auto metrics = foxrl::test::to_host(space, learner.metrics());
+      CHECK(metrics(M::cql_loss) == Approx(ref.loss).epsilon(1e-5));
+      CHECK(metrics(M::cql_penalty) == Approx(ref.penalty).epsilon(1e-5));
+      CHECK(metrics(M::cql_td_loss) == Approx(ref.td_loss).epsilon(1e-5));
+      CHECK(metrics(M::cql_mean_q) == Approx(ref.mean_q).epsilon(1e-5).margin(1e-6));
+
+      const auto grads = flat_host(space, learner.gradients());
+      const auto g = check_gradients(qnet, grads, loss);
+      REQUIRE(g.scale > 0.0);
+      // float32 backward against float64 differences: agreement to 1e-5 of
+      // the largest gradient entry (float rounding is ~1e-7 of it; the
+      // finite-difference error ~1e-9).
+      CHECK(g.worst <= 1e-5 * g.scale);
+      CHECK(g.padding_nonzero == 0);
+      const auto om = foxrl::test::to_host(space, learner.optimizer_metrics());
+      CHECK(om(foxrl::LearnerMetrics::grad_norm) == Approx(std::sqrt(g.norm_sq)).epsilon(1e-4));
+
+      // The target trails the network by Polyak 0.25 in the optimizer launch.
+      const auto p1 = flat_host(space, learner.params().flat);
+      const auto t1 = flat_host(space, learner.target().params().flat);
+      double worst_target = 0.0;
+      for (std::size_t k = 0; k < layout.total; ++k)
+        worst_target = std::max(worst_target, std::abs(t1[k] - (0.25 * p1[k] + 0.75 * t0[k])));
+      CHECK(worst_target < 1e-6);
+      CHECK(p1 != p0);
+      CHECK(foxrl::test::to_host(space, learner.optimizer().step())() == 1);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("CQL hard target copies land on every target_update_every-th update", "[cql][target]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  auto config = small_config(foxrl::DenseBackend::portable);
+  config.target_update_every = 3;
+  foxrl::CqlLearner<Exec> learner(space, config);
+  CHECK(flat_host(space, learner.target().params().flat) == flat_host(space, learner.params().flat));
+  foxrl::kernels::init_weights(space, learner.target().params().flat, learner.layout(), 5,
+                               foxrl::InitScheme::torch_default);
+  const auto t0 = flat_host(space, learner.target().params().flat);
+  const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 8));
+  for (int u = 1; u <= 2; ++u) {
+    learner.update(space, batch);
+    INFO("update " << u);
+    CHECK(flat_host(space, learner.target().params().flat) == t0);
+  }
+  learner.update(space, batch);
+  const auto p3 = flat_host(space, learner.params().flat);
+  CHECK(flat_host(space, learner.target().params().flat) == p3);  // the copy, bit for bit
+  learner.update(space, batch);
+  CHECK(flat_host(space, learner.params().flat) != p3);
+  CHECK(flat_host(space, learner.target().params().flat) == p3);  // not again before update 6
+}
+
+namespace {
+
+/// Solves the n x n system m x = rhs (row-major m) by Gaussian elimination
+/// with partial pivoting.
+std::vector<double> solve(std::vector<double> m, std::vector<double> rhs) {
+  const int n = static_cast<int>(rhs.size());
+  for (int c = 0; c < n; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(m[std::size_t(r) * n + c]) > std::abs(m[std::size_t(pivot) * n + c])) pivot = r;
+    for (int j = 0; j < n; ++j) std::swap(m[std::size_t(c) * n + j], m[std::size_t(pivot) * n + j]);
+    std::swap(rhs[c], rhs[pivot]);
+    for (int r = c + 1; r < n; ++r) {
+      const double f = m[std::size_t(r) * n + c] / m[std::size_t(c) * n + c];
+      for (int j = c; j < n; ++j) m[std::size_t(r) * n + j] -= f * m[std::size_t(c) * n + j];
+      rhs[r] -= f * rhs[c];
+    }
+  }
+  std::vector<double> x(n);
+  for (int r = n - 1; r >= 0; --r) {
+    double acc = rhs[r];
+    for (int j = r + 1; j < n; ++j) acc -= m[std::size_t(r) * n + j] * x[j];
+    x[r] = acc / m[std::size_t(r) * n + r];
+  }
+  return x;
+}
+
+std::vector<double> softmax(const std::vector<double>& q) {
+  const double lse = foxrl::test::ref_logsumexp(q.data(), static_cast<int>(q.size()));
+  std::vector<double> p;
+  for (const double x : q) p.push_back(std::exp(x - lse));
+  return p;
+}
+
+/// The gradient of the one-state CQL objective
+/// alpha (logsumexp Q - sum_j mu_j Q_j) + sum_j mu_j (Q_j - r_j)^2:
+/// alpha (softmax(Q)_j - mu_j) + 2 mu_j (Q_j - r_j).
+std::vector<double> cql_stationarity(const std::vector<double>& q, const std::vector<double>& mu,
+                                     const std::vector<double>& r, double alpha) {
+  const auto p = softmax(q);
+  std::vector<double> f;
+  for (std::size_t j = 0; j < q.size(); ++j) f.push_back(alpha * (p[j] - mu[j]) + 2.0 * mu[j] * (q[j] - r[j]));
+  return f;
+}
+
+double max_abs(const std::vector<double>& x) {
+  double m = 0.0;
+  for (const double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
+/// The stationary point of the one-state objective by Newton's method
+/// (Jacobian alpha (diag p - p p^T) + 2 diag mu: positive definite when
+/// every mu_j > 0, so the objective is strictly convex and the point
+/// unique), started at r; `residual` receives max_j |gradient_j| there.
+std::vector<double> cql_fixed_point(const std::vector<double>& mu, const std::vector<double>& r, double alpha,
+                                    double& residual) {
+  const int n = static_cast<int>(mu.size());
+  std::vector<double> q = r;
+  for (int it = 0; it < 100; ++it) {
+    const auto f = cql_stationarity(q, mu, r, alpha);
+    residual = max_abs(f);
+    if (residual < 1e-14) break;
+    const auto p = softmax(q);
+    std::vector<double> jac(std::size_t(n) * n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        jac[std::size_t(i) * n + j] = alpha * ((i == j ? p[i] : 0.0) - p[i] * p[j]) + (i == j ? 2.0 * mu[i] : 0.0);
+    std::vector<double> minus_f;
+    for (const double v : f) minus_f.push_back(-v);
+    const auto step = solve(jac, minus_f);
+    for (int j = 0; j < n; ++j) q[j] += step[j];
+  }
+  residual = max_abs(cql_stationarity(q, mu, r, alpha));
+  return q;
+}
+
+// The one-state dataset: every row starts in the same state and ends the
+// episode (discount 0, so y = r), action j drawn counts[j] times with the
+// reward rewards[j]: mu_j = counts[j] / 16. Action 3 is rare (mu 1/16) and
+// the best by reward, where the penalty pushes hardest.
+constexpr int one_state_actions = 4;
+const int one_state_counts[one_state_actions] = {6, 5, 4, 1};
+const double one_state_rewards[one_state_actions] = {0.2, 1.0, -0.5, 1.2};
+const float one_state_obs[3] = {0.5f, -1.0f, 0.25f};
+
+RefBatch one_state_dataset() {
+  RefBatch b;
+  b.obs_dim = 3;
+  for (int a = 0; a < one_state_actions; ++a)
+    for (int c = 0; c < one_state_counts[a]; ++c) {
+      b.states.insert(b.states.end(), one_state_obs, one_state_obs + 3);
+      b.next_states.insert(b.next_states.end(), one_state_obs, one_state_obs + 3);
+      b.actions.push_back(a);
+      b.rewards.push_back(static_cast<float>(one_state_rewards[a]));
+      b.discounts.push_back(0.0f);
+      b.is_weights.push_back(1.0f);
+      ++b.size;
+    }
+  return b;
+}
+
+std::vector<double> one_state_mu() {
+  std::vector<double> mu;
+  for (int a = 0; a < one_state_actions; ++a) mu.push_back(one_state_counts[a] / 16.0);
+  return mu;
+}
+
+/// Trains CQL with `alpha` on the whole one-state dataset every update
+/// and returns the learned Q at the state and the greedy action.
+template <class Exec>
+std::vector<double> train_one_state(const Exec& space, float alpha, int updates, int& greedy) {
+  const auto data = one_state_dataset();
+  foxrl::CqlLearnerConfig c;
+  c.obs_dim = 3;
+  c.hidden = {16, 16};
+  c.num_actions = one_state_actions;
+  c.max_batch = data.size;
+  c.lr = 1e-3f;
+  c.alpha = alpha;
+  c.seed = 9;
+  c.dense_backend = foxrl::DenseBackend::portable;
+  foxrl::CqlLearner<Exec> learner(space, c);
+  const auto batch = to_device(space, data);
+  for (int i = 0; i < updates; ++i) learner.update(space, batch);
+
+  using Mem = typename Exec::memory_space;
+  const auto states = to_device(space, std::vector<float>(one_state_obs, one_state_obs + 3), 1, 3);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> q("foxrl::test::q", 1, one_state_actions);
+  Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 1);
+  learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q));
+  learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
+  const auto qh = foxrl::test::to_host(space, q);
+  greedy = foxrl::test::to_host(space, actions)(0);
+  std::vector<double> out;
+  for (int a = 0; a < one_state_actions; ++a) out.push_back(qh(0, a));
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("CQL on a one-state dataset converges to the stationary point of its objective", "[cql][fixed]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const auto mu = one_state_mu();
+  const std::vector<double> r(one_state_rewards, one_state_rewards + one_state_actions);
+  const int updates = 3000;
+  // Full-batch Adam at lr 1e-3 on this strictly convex objective settles on
+  // the stationary point to float32 rounding (observed: within 5e-8 after
+  // 3000 updates); 1e-5 absolute on values of order 1 leaves room for
+  // another backend's summation order, and is far below the push-downs
+  // (0.08 to 1.09) that tell the penalty's stationary point from r.
+  const double tol = 1e-5;
+  for (const double alpha : {1.0, 0.5}) {
+    INFO("alpha " << alpha);
+    double residual = 1.0;
+    const auto q_star = cql_fixed_point(mu, r, alpha, residual);
+    REQUIRE(residual <= 1e-12);
+    // The conservative push-down: the rare action's value sits well below
+    // its reward, below the best common action's, and far from r.
+    REQUIRE(q_star[3] < r[3] - 0.5);
+    REQUIRE(q_star[3] < q_star[1]);
+    int greedy = -1;
+    const auto q = train_one_state(space, static_cast<float>(alpha), updates, greedy);
+    for (int j = 0; j < one_state_actions; ++j) {
+      INFO("action " << j << ": learned " << q[j] << ", stationary " << q_star[j]);
+      CHECK(std::abs(q[j] - q_star[j]) <= tol);
+    }
+    CHECK(q[3] < r[3]);
+    CHECK(greedy == 1);  // argmax of the stationary point (the rare action is not chosen)
+  }
+  {
+    // Without the penalty the TD loss alone: Q = r, and the rare action,
+    // best by reward, is greedy.
+    double residual = 1.0;
+    const auto q_star = cql_fixed_point(mu, r, 0.0, residual);
+    REQUIRE(residual <= 1e-12);
+    for (int j = 0; j < one_state_actions; ++j) REQUIRE(q_star[j] == Approx(r[j]).margin(1e-12));
+    int greedy = -1;
+    const auto q = train_one_state(space, 0.0f, updates, greedy);
+    for (int j = 0; j < one_state_actions; ++j) {
+      INFO("alpha 0, action " << j << ": learned " << q[j]);
+      CHECK(std::abs(q[j] - r[j]) <= tol);
+    }
+    CHECK(greedy == 3);
+  }
+}
+
+TEMPLATE_TEST_CASE("a CQL update and greedy actions run on the context's instance", "[cql][audit]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+    auto config = small_config(backend);
+    config.target_update_every = 2;  // the audited update makes a hard copy
+    foxrl::CqlLearner<Exec> learner(space, config);
+    const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 1));
+    Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 20);
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> q("foxrl::test::q", 20, 3);
+    auto states = foxrl::test::to_device(space, foxrl::test::random_batch(20, 5, 3, 2).states, 20, 5);
+    // Warm-up: Kokkos sizes its internal scratch on first use of a kernel.
+    learner.update(space, batch);
+    learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
+    learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q));
+    context.fence("test::warm");
+    const auto record = foxrl::audit([&] {
+      learner.update(space, batch);
+      learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
+      learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q));
+      context.fence("test::done");
+    });
+    const auto id = foxrl::tools_device_id(space);
+    INFO("backend " << foxrl::to_string(backend));
+    for (const auto& a : record.allocations) UNSCOPED_INFO("allocated: " << a.label << " in " << a.space);
+    CHECK(record.allocations.empty());  // nothing allocated in the hot path
+    CHECK(record.launches_off(id).empty());
+    CHECK(record.fences_off(id).empty());
+    if (backend == foxrl::DenseBackend::portable) {
+      // Kokkos Kernels' own kernels carry its labels; foxrl's must carry foxrl's.
+      const auto violations = record.violations(id);
+      INFO("first: " << (violations.empty() ? "" : violations.front()));
+      CHECK(violations.empty());
+    }
+    CHECK(!record.launches.empty());
+    CHECK(learner.updates() == 2);
+    CHECK(flat_host(space, learner.target().params().flat) == flat_host(space, learner.params().flat));
+  }
+}
+
+TEMPLATE_TEST_CASE("CQL checkpoints: save then load restores the network, target, Adam state and counter", "[cql][io]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  auto config = small_config(foxrl::DenseBackend::portable);
+  config.target_update_every = 4;  // the 4th update, after the load, copies
+  foxrl::CqlLearner<Exec> a(space, config);
+  const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 4));
+  for (int i = 0; i < 3; ++i) a.update(space, batch);
+  const std::string path = temp_path("cql", Exec::name());
+  a.save(space, path, {{"run", "test"}});
+
+  auto other = config;
+  other.seed = 1;
+  foxrl::CqlLearner<Exec> b(space, other);
+  REQUIRE(!(state_of(space, b) == state_of(space, a)));
+  const auto metadata = b.load(space, path);
+  CHECK(metadata.at("run") == "test");
+  CHECK(metadata.at("format") == "foxrl-cql");
+  CHECK(state_of(space, b) == state_of(space, a));
+  CHECK(b.updates() == 3);
+
+  // Training on from the checkpoint equals training on without it, bit for
+  // bit (the hard copy of update 4 included).
+  for (int i = 0; i < 2; ++i) {
+    a.update(space, batch);
+    b.update(space, batch);
+  }
+  CHECK(state_of(space, b) == state_of(space, a));
+  CHECK(flat_host(space, b.target().params().flat) != flat_host(space, b.params().flat));  // copied at 4, stepped at 5
+  std::remove(path.c_str());
+}
+
+TEMPLATE_TEST_CASE("CQL load refuses a bad file with a UsageError naming it and changes nothing", "[cql][io]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const auto config = small_config(foxrl::DenseBackend::portable);
+  const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 4));
+  foxrl::CqlLearner<Exec> learner(space, config);
+  learner.update(space, batch);
+  const auto before = state_of(space, learner);
+
+  const auto refused = [&](const std::string& path, const std::string& why) {
+    INFO(why);
+    try {
+      learner.load(space, path);
+      FAIL("load accepted " << path);
+    } catch (const foxrl::UsageError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(path) != std::string::npos);
+    }
+    CHECK(state_of(space, learner) == before);
+  };
+
+  // Another architecture.
+  {
+    auto wider = config;
+    wider.hidden = {8, 3};
+    foxrl::CqlLearner<Exec> w(space, wider);
+    const auto path = temp_path("cql_wider", Exec::name());
+    w.save(space, path);
+    refused(path, "wider hidden layer");
+    std::remove(path.c_str());
+  }
+  // A truncated and a corrupted copy of a good file.
+  {
+    foxrl::CqlLearner<Exec> good(space, config);
+    good.update(space, batch);
+    const auto path = temp_path("cql_good", Exec::name());
+    good.save(space, path);
+    const auto bytes = read_bytes(path);
+    REQUIRE(bytes.size() > 64);
+    const auto cut = temp_path("cql_truncated", Exec::name());
+    write_bytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + std::ptrdiff_t(bytes.size() / 2)));
+    refused(cut, "truncated");
+    auto flipped = bytes;
+    flipped[flipped.size() - 5] ^= 0x10;  // inside the last tensor's data
+    const auto bad = temp_path("cql_corrupt", Exec::name());
+    write_bytes(bad, flipped);
+    refused(bad, "corrupted");
+    // The right tensors under another learner's format: refused by the
+    // format alone, and the message says so.
+    auto file = foxrl::safetensors::read(path);
+    file.metadata["format"] = "foxrl-iql";
+    const auto relabelled = temp_path("cql_relabelled", Exec::name());
+    foxrl::safetensors::write(relabelled, file);
+    refused(relabelled, "another format");
+    CHECK_THROWS_WITH(learner.load(space, relabelled), Catch::Contains("'format' is 'foxrl-iql'"));
+    for (const auto& p : {path, cut, bad, relabelled}) std::remove(p.c_str());
+  }
+  // Checkpoints of the other offline learners, same shapes.
+  {
+    foxrl::IqlLearnerConfig ic;
+    ic.obs_dim = config.obs_dim;
+    ic.hidden = config.hidden;
+    ic.num_actions = config.num_actions;
+    ic.max_batch = config.max_batch;
+    foxrl::IqlLearner<Exec> iql(space, ic);
+    const auto path = temp_path("cql_from_iql", Exec::name());
+    iql.save(space, path);
+    refused(path, "an IQL checkpoint");
+    std::remove(path.c_str());
+  }
+  {
+    foxrl::BcLearnerConfig bc;
+    bc.obs_dim = config.obs_dim;
+    bc.hidden = config.hidden;
+    bc.num_actions = config.num_actions;
+    bc.max_batch = config.max_batch;
+    foxrl::BcLearner<Exec> bcl(space, bc);
+    const auto path = temp_path("cql_from_bc", Exec::name());
+    bcl.save(space, path);
+    refused(path, "a BC checkpoint");
+    std::remove(path.c_str());
+  }
+  refused(temp_path("cql_missing", Exec::name()), "a missing file");
+}
+
+TEST_CASE("CqlLearnerConfig::validate names each bad field", "[cql][config]") {
+  const auto base = small_config(foxrl::DenseBackend::portable);
+  REQUIRE_NOTHROW(base.validate());
+  struct Bad {
+    const char* field;
+    std::function<void(foxrl::CqlLearnerConfig&)> set;
+  };
+  const Bad cases[] = {
+      {"obs_dim", [](auto& c) { c.obs_dim = 0; }},
+      {"hidden size 1",
+       [](auto& c) {
+         c.hidden = {4, 0};
+       }},
+      {"num_actions", [](auto& c) { c.num_actions = 0; }},
+      {"max_batch", [](auto& c) { c.max_batch = 0; }},
+      {"max_inference_batch", [](auto& c) { c.max_inference_batch = -1; }},
+      {"lr", [](auto& c) { c.lr = 0.0f; }},
+      {"lr", [](auto& c) { c.lr = INFINITY; }},
+      {"beta1", [](auto& c) { c.beta1 = 1.0f; }},
+      {"beta2", [](auto& c) { c.beta2 = -0.1f; }},
+      {"eps", [](auto& c) { c.eps = 0.0f; }},
+      {"max_grad_norm", [](auto& c) { c.max_grad_norm = std::nanf(""); }},
+      {"alpha", [](auto& c) { c.alpha = -0.5f; }},
+      {"alpha", [](auto& c) { c.alpha = std::nanf(""); }},
+      {"polyak_tau", [](auto& c) { c.polyak_tau = -0.1f; }},
+      {"polyak_tau",
+       [](auto& c) {
+         c.polyak_tau = 1.5f;
+         c.target_update_every = 0;
+       }},
+      {"target_update_every", [](auto& c) { c.target_update_every = -1; }},
+      {"target_update_every", [](auto& c) { c.target_update_every = 0; }},  // no scheme
+      {"target_update_every", [](auto& c) { c.polyak_tau = 0.01f; }},       // both schemes
+  };
+  for (const auto& bad : cases) {
+    auto c = base;
+    bad.set(c);
+    INFO(bad.field);
+    CHECK_THROWS_AS(c.validate(), foxrl::UsageError);
+    CHECK_THROWS_WITH(c.validate(), Catch::Contains(bad.field) && Catch::Contains("CqlLearnerConfig"));
+  }
+  // The Polyak scheme alone is valid.
+  auto polyak = base;
+  polyak.polyak_tau = 0.005f;
+  polyak.target_update_every = 0;
+  CHECK_NOTHROW(polyak.validate());
+}
+
+TEMPLATE_TEST_CASE("CqlLearner refuses a batch larger than max_batch, of another obs_dim, or too many inference rows",
+                   "[cql][errors]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  foxrl::CqlLearner<Exec> learner(space, small_config(foxrl::DenseBackend::portable));
+  CHECK(learner.max_inference_rows() == 20);
+  CHECK_THROWS_AS(learner.update(space, to_device(space, foxrl::test::random_batch(17, 5, 3, 1))), foxrl::LogicError);
+  CHECK_THROWS_AS(learner.update(space, to_device(space, foxrl::test::random_batch(8, 4, 3, 1))), foxrl::LogicError);
+  CHECK(learner.updates() == 0);
+  auto states = foxrl::test::to_device(space, foxrl::test::random_batch(21, 5, 3, 2).states, 21, 5);
+  Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 21);
+  CHECK_THROWS_AS(learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions), foxrl::LogicError);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> q("foxrl::test::q", 21, 2);
+  CHECK_THROWS_AS(learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q)),
+                  foxrl::LogicError);
+}

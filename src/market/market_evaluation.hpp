@@ -24,26 +24,54 @@
 
 namespace foxrl {
 
+/// One strategy on the evaluated bars: its positions and, priced at the
+/// report's cost, its per-bar gross and net log returns and metrics.
 struct StrategyResult {
   std::string name;
   TradingMetrics metrics;
-  std::vector<double> equity;  ///< equity curve, 1 before the first bar
+  std::vector<double> positions;  ///< held over each bar (-1, 0, +1)
+  BacktestReturns returns;        ///< per-bar gross, cost and net log returns
+  std::vector<double> equity;     ///< net equity curve, 1 before the first bar
 };
 
 struct EvaluationReport {
   std::string split_description;
   long bars = 0;
-  std::vector<StrategyResult> strategies;  ///< agent first, then the baselines
+  double cost = 0;                               ///< per unit of position change, as a fraction
+  double bars_per_year = 0;                      ///< the Sharpe ratios' annualisation
+  std::string annualisation_basis = "measured";  ///< "measured" from the timestamps or "config"
+  std::vector<double> market_returns;            ///< log return of each evaluated bar
+  std::vector<StrategyResult> strategies;        ///< agent first, then the baselines
+
+  /// The same positions priced at another cost. The policy's observations
+  /// do not contain the cost, so its greedy positions are the same at any
+  /// cost: repricing them is re-evaluating it.
+  EvaluationReport repriced(double cost) const;
 
   std::string table() const;  ///< fixed-width text table
   std::string json() const;   ///< one JSON object
   std::string svg() const;    ///< equity curves
 };
 
+/// Prices `positions` over `market_returns` at `cost` (float64 on the host).
+StrategyResult price_strategy(const std::string& name, const std::vector<double>& market_returns,
+                              const std::vector<double>& positions, double cost, double bars_per_year);
+
 /// Baseline strategies over bars [first, first + count) of `log_returns`
 /// (bar t's return r[t]) with `cost` per unit of position change.
 std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_returns, int first, int count,
                                                 double cost, double bars_per_year, std::uint64_t seed);
+
+/// The report of an agent that held `agent_positions` over bars [first,
+/// first + agent_positions.size()) of `series`, with the baselines on the
+/// same bars and costs.
+EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
+                                         const std::vector<double>& agent_positions, double cost, double bars_per_year,
+                                         std::uint64_t seed);
+
+/// Net and gross return and Sharpe, cost paid and trades of every strategy
+/// at each of `costs_bps` (basis points per unit of position change).
+std::string cost_sensitivity_table(const EvaluationReport& report, const std::vector<double>& costs_bps);
 
 /// Greedy evaluation of `learner` on `split`; the adapter (if any) is frozen
 /// for the evaluation and restored to its previous mode afterwards.
@@ -97,29 +125,14 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
   compat::fence(space, "foxrl::Evaluation::copy_back");
 
   const double per_year = bars_per_year(market.series);
-  std::vector<double> agent_returns, agent_positions;
+  std::vector<double> agent_positions;
   for (int k = 0; k < chunks; ++k) {
-    for (int t = 0; t < length; ++t) {
-      agent_returns.push_back(h_rewards(t, k));
-      agent_positions.push_back(h_positions(t, k));
-    }
+    for (int t = 0; t < length; ++t) agent_positions.push_back(h_positions(t, k));
   }
-  EvaluationReport report;
-  report.bars = static_cast<long>(agent_returns.size());
-  report.split_description =
-      market.series.source + " bars " + std::to_string(first) + " .. " + std::to_string(first + chunks * length - 1) +
-      " (" + format_timestamp(market.series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) + " .. " +
-      format_timestamp(market.series.timestamp[static_cast<std::size_t>(first + chunks * length - 1)]).substr(0, 10) +
-      ")";
-  StrategyResult agent;
-  agent.name = "agent (greedy DQN)";
-  agent.metrics = compute_trading_metrics(agent_returns, agent_positions, per_year);
-  agent.equity = equity_curve(agent_returns);
-  report.strategies.push_back(agent);
-  for (auto& b :
-       baseline_strategies(host_log_returns(market.series), first, chunks * length, env_config.cost, per_year, seed)) {
-    report.strategies.push_back(std::move(b));
-  }
+  // The agent is priced on the host in float64 from its positions, like the
+  // baselines: the device rewards (float32) are not needed for the report.
+  EvaluationReport report =
+      build_evaluation_report(market.series, first, agent_positions, env_config.cost, per_year, seed);
   return report;
 }
 

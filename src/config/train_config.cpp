@@ -30,6 +30,10 @@ struct Field {
   double max;
   std::vector<std::string> choices;
   const char* help;
+  /// Left out of to_json() while at its default: keys added after runs
+  /// were saved keep those runs' config hash (checkpoint metadata), and an
+  /// old run resumed or evaluated reads them as their defaults.
+  bool omit_at_default = false;
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -55,6 +59,20 @@ const std::vector<Field>& fields() {
        1,
        {},
        "accept CSV bars with high/low or close/previous close beyond 10x"},
+      {"start_date",
+       &C::start_date,
+       0,
+       0,
+       {},
+       "first timestamp of the data used (ISO date; empty: the first bar)",
+       true},
+      {"bars_per_year",
+       &C::bars_per_year,
+       0,
+       1e8,
+       {},
+       "Sharpe annualisation in bars per year (0: measured from the data's timestamps)",
+       true},
       {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of the MLP trunk"},
       {"lr", &C::lr, 0, 1, {}, "Adam learning rate"},
       {"adam_eps", &C::adam_eps, 0, 1, {}, "Adam epsilon"},
@@ -299,7 +317,12 @@ void TrainConfig::validate() const {
 
 std::string TrainConfig::to_json() const {
   Json out = Json::object();
-  for (const auto& f : fields()) out[f.key] = value_of(*this, f);
+  const TrainConfig defaults;
+  for (const auto& f : fields()) {
+    const Json value = value_of(*this, f);
+    if (f.omit_at_default && value == value_of(defaults, f)) continue;
+    out[f.key] = value;
+  }
   return out.dump(2);
 }
 

@@ -124,7 +124,7 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
   Kokkos::deep_copy(space, h_positions, positions);
   compat::fence(space, "foxrl::Evaluation::copy_back");
 
-  const double per_year = bars_per_year(market.series);
+  const double per_year = market.annualisation.bars_per_year;
   std::vector<double> agent_positions;
   for (int k = 0; k < chunks; ++k) {
     for (int t = 0; t < length; ++t) agent_positions.push_back(h_positions(t, k));
@@ -133,6 +133,7 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
   // baselines: the device rewards (float32) are not needed for the report.
   EvaluationReport report =
       build_evaluation_report(market.series, first, agent_positions, env_config.cost, per_year, seed);
+  report.annualisation_basis = market.annualisation.basis;
   return report;
 }
 

@@ -139,8 +139,10 @@ int run_eval(const EvalArgs& args) {
   // evaluation.json).
   const std::string name = output_stem(args.split, manifest.epoch, args.data);
   write_file_atomically(out + "/evaluation_" + name + ".json", report.json() + "\n");
+  write_file_atomically(out + "/evaluation_" + name + "_backtest.csv", report.backtest_csv());
   write_file_atomically(out + "/equity_" + name + ".svg", report.svg());
-  std::cout << "wrote " << out << "/evaluation_" << name << ".json and equity_" << name << ".svg\n";
+  std::cout << "wrote " << out << "/evaluation_" << name << ".json, evaluation_" << name << "_backtest.csv and equity_"
+            << name << ".svg\n";
   return 0;
 }
 

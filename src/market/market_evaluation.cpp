@@ -48,7 +48,9 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
   report.bars = count;
   report.cost = cost;
   report.bars_per_year = bars_per_year;
+  report.first_bar = first;
   report.market_returns.assign(all.begin() + first, all.begin() + first + count);
+  report.timestamps.assign(series.timestamp.begin() + first, series.timestamp.begin() + first + count);
   report.split_description =
       series.source + " bars " + std::to_string(first) + " .. " + std::to_string(first + count - 1) + " (" +
       format_timestamp(series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) + " .. " +
@@ -153,7 +155,41 @@ std::string EvaluationReport::json() const {
 std::string EvaluationReport::svg() const {
   std::vector<ChartSeries> series;
   for (const auto& s : strategies) series.push_back({s.name, s.equity});
-  return render_line_chart("Equity on " + split_description, "bar", "equity (start = 1)", series);
+  // The chart plots the backtest's equity (backtest_csv), one point before
+  // the first bar and one after each, on a log axis (compounded equity),
+  // with the bars' dates as x ticks.
+  ChartOptions options;
+  options.log_y = true;
+  // Splits shorter than a month are labelled with day and time (MM-DD
+  // HH:MM), longer ones with the date: both fit five ticks on the axis.
+  const bool short_span = timestamps.size() >= 2 && timestamps.back() - timestamps.front() < 30 * 86400;
+  const auto date = [&](std::size_t i) {
+    const std::string t = format_timestamp(timestamps[i]);
+    return short_span ? t.substr(5, 5) + " " + t.substr(11, 5) : t.substr(0, 10);
+  };
+  if (!timestamps.empty()) {
+    options.x_labels.push_back(date(0));
+    for (std::size_t i = 0; i < timestamps.size(); ++i) options.x_labels.push_back(date(i));
+  }
+  return render_line_chart("Equity on " + split_description, timestamps.empty() ? "bar" : "UTC",
+                           "equity (start = 1, log scale)", series, options);
+}
+
+std::string EvaluationReport::backtest_csv() const {
+  if (strategies.empty()) throw LogicError("EvaluationReport::backtest_csv: no strategies");
+  const StrategyResult& agent = strategies.front();
+  std::string out = "bar,timestamp,position,market_log_return,gross_log_return,cost,net_log_return,equity\n";
+  char line[256];
+  for (std::size_t i = 0; i < agent.positions.size(); ++i) {
+    // %.17g: the file reproduces the report's doubles exactly.
+    std::snprintf(line, sizeof line, "%ld,%s,%.0f,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+                  static_cast<long>(first_bar) + static_cast<long>(i),
+                  i < timestamps.size() ? format_timestamp(timestamps[i]).c_str() : "", agent.positions[i],
+                  market_returns[i], agent.returns.gross[i], agent.returns.cost[i], agent.returns.net[i],
+                  agent.equity[i + 1]);
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace foxrl

@@ -3,10 +3,11 @@
 // the buy-and-hold, always-flat and random baselines: the table `foxrl eval`
 // and the end of `foxrl train` print.
 //
-// The split is cut into K consecutive chunks walked in parallel by K envs
-// (each chunk one episode, starting flat); their per-bar rewards and
-// positions, concatenated in time order, are the agent's series. Baselines
-// are computed on the host from the same bars with the same cost model.
+// One continuous backtest over the split: a single env starts flat at the
+// split's first decision bar and trades to its last bar, one greedy action
+// per bar. Its positions are priced on the host in float64 (gross return,
+// cost, net return, equity per bar), and the baselines on the same bars
+// with the same cost model.
 
 #include "agents/dqn/dqn_learner.hpp"
 #include "kernels/market/evaluation_kernels.hpp"
@@ -40,8 +41,13 @@ struct EvaluationReport {
   double cost = 0;                               ///< per unit of position change, as a fraction
   double bars_per_year = 0;                      ///< the Sharpe ratios' annualisation
   std::string annualisation_basis = "measured";  ///< "measured" from the timestamps or "config"
+  int first_bar = 0;                             ///< index of the first evaluated bar in the series
+  std::vector<std::int64_t> timestamps;          ///< of each evaluated bar (unix seconds)
   std::vector<double> market_returns;            ///< log return of each evaluated bar
   std::vector<StrategyResult> strategies;        ///< agent first, then the baselines
+  /// The agent's rewards as the env paid them on the device (float32): the
+  /// host pricing of its positions must reproduce them bar by bar.
+  std::vector<double> env_rewards;
 
   /// The same positions priced at another cost. The policy's observations
   /// do not contain the cost, so its greedy positions are the same at any
@@ -51,6 +57,10 @@ struct EvaluationReport {
   std::string table() const;  ///< fixed-width text table
   std::string json() const;   ///< one JSON object
   std::string svg() const;    ///< equity curves
+  /// The agent's backtest, one row per bar: bar, timestamp, position,
+  /// market, gross, cost and net log returns, and the net equity after the
+  /// bar (1 before the first; the cumulative product of exp(net)).
+  std::string backtest_csv() const;
 };
 
 /// Prices `positions` over `market_returns` at `cost` (float64 on the host).
@@ -79,32 +89,28 @@ template <class ExecSpace>
 EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& learner,
                                  SignalAdapter<ExecSpace>* adapter, const MarketFeatures<ExecSpace>& features,
                                  const MarketSetup& market, const MarketSplit& split, MarketEnvConfig env_config,
-                                 std::uint64_t seed, int max_chunks = 64) {
+                                 std::uint64_t seed) {
   using Mem = typename ExecSpace::memory_space;
   const int lookback = env_config.observation.min_decision_bar();
   const int first = split.begin > lookback ? split.begin : lookback;
-  const int usable = split.end - first;
-  if (usable < 2) {
-    throw UsageError(market.series.source + ": the evaluation split has " + std::to_string(usable) +
+  const int length = split.end - first;
+  if (length < 2) {
+    throw UsageError(market.series.source + ": the evaluation split has " + std::to_string(length) +
                      " usable bars after a lookback of " + std::to_string(lookback));
   }
-  // One env per chunk, all in one greedy_actions call: no more chunks than
-  // the learner takes rows (a run with few envs and a small batch has few).
-  int chunks = max_chunks < usable / 2 ? max_chunks : usable / 2;
-  if (chunks > learner.max_inference_rows()) chunks = learner.max_inference_rows();
-  if (chunks < 1) chunks = 1;
-  const int length = usable / chunks;
+  // One episode from the first bar to the last: the env is truncated (and
+  // would restart) only after the split's last bar.
   env_config.episode_length = length;
-  MarketEnv<ExecSpace> env(space, features, split, chunks, seed, env_config);
-  for (int k = 0; k < chunks; ++k) env.set_start(space, k, first + k * length);
+  MarketEnv<ExecSpace> env(space, features, split, 1, seed, env_config);
+  env.set_start(space, 0, first);
 
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> rewards(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::rewards"), length, chunks);
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::rewards"), length, 1);
   Kokkos::View<std::int32_t**, Kokkos::LayoutRight, Mem> positions(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::positions"), length, chunks);
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::positions"), length, 1);
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> normalized(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::normalized"), chunks, env.obs_dim());
-  Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::Evaluation::actions"), chunks);
+      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::normalized"), 1, env.obs_dim());
+  Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::Evaluation::actions"), 1);
   const bool was_frozen = adapter != nullptr && adapter->frozen();
   if (adapter != nullptr) adapter->set_frozen(true);
   for (int t = 0; t < length; ++t) {
@@ -118,22 +124,22 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
     kernels::record_evaluation_step(space, t, env.step_result().rewards, actions, rewards, positions);
   }
   if (adapter != nullptr) adapter->set_frozen(was_frozen);
-  auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards);
   auto h_positions = Kokkos::create_mirror_view(Kokkos::HostSpace(), positions);
-  Kokkos::deep_copy(space, h_rewards, rewards);
+  auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards);
   Kokkos::deep_copy(space, h_positions, positions);
+  Kokkos::deep_copy(space, h_rewards, rewards);
   compat::fence(space, "foxrl::Evaluation::copy_back");
 
   const double per_year = market.annualisation.bars_per_year;
-  std::vector<double> agent_positions;
-  for (int k = 0; k < chunks; ++k) {
-    for (int t = 0; t < length; ++t) agent_positions.push_back(h_positions(t, k));
-  }
+  std::vector<double> agent_positions(static_cast<std::size_t>(length));
+  for (int t = 0; t < length; ++t) agent_positions[static_cast<std::size_t>(t)] = h_positions(t, 0);
   // The agent is priced on the host in float64 from its positions, like the
   // baselines: the device rewards (float32) are not needed for the report.
   EvaluationReport report =
       build_evaluation_report(market.series, first, agent_positions, env_config.cost, per_year, seed);
   report.annualisation_basis = market.annualisation.basis;
+  report.env_rewards.resize(static_cast<std::size_t>(length));
+  for (int t = 0; t < length; ++t) report.env_rewards[static_cast<std::size_t>(t)] = h_rewards(t, 0);
   return report;
 }
 

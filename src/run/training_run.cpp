@@ -30,6 +30,7 @@ const char* const run_files[] = {"checkpoint.json",
                                  "train.log",
                                  "config.json",
                                  "evaluation.json",
+                                 "evaluation_backtest.csv",
                                  "equity.svg",
                                  "learning_curve_return.svg",
                                  "learning_curve_loss.svg"};
@@ -355,12 +356,13 @@ TrainingSummary TrainingRun::run() {
                         market->data.splits.test, trainer.spec().market_env, config.seed + 1);
     say(summary.evaluation->table());
     write_file_atomically(config.out_dir + "/evaluation.json", summary.evaluation->json() + "\n");
+    write_file_atomically(config.out_dir + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
     write_file_atomically(config.out_dir + "/equity.svg", summary.evaluation->svg());
   }
   say("outputs in " + config.out_dir +
       ": train.log, metrics.jsonl, checkpoints/epoch-N/ (checkpoint.safetensors + checkpoint.json + "
       "trainer_state.safetensors), learning curves" +
-      std::string(trainer.market() ? ", evaluation.json, equity.svg" : ""));
+      std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : ""));
   return summary;
 }
 

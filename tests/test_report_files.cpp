@@ -104,3 +104,15 @@ TEST_CASE("line chart draws the last point of a thinned series", "[io]") {
   // The plot's right edge: kLeft 70 + plot width 560.
   CHECK_THAT(path, Catch::Contains("L630,"));
 }
+
+TEST_CASE("line chart widens its canvas for long legend names", "[io]") {
+  const auto width_of = [](const std::string& svg) {
+    const auto at = svg.find("width=\"") + 7;
+    return std::stod(svg.substr(at, svg.find('"', at) - at));
+  };
+  const auto short_names = foxrl::render_line_chart("t", "x", "y", {{"agent", {1, 2}}});
+  CHECK(width_of(short_names) == 800);
+  // 30 characters at about 7 pixels each, after the 52-pixel swatch.
+  const auto long_names = foxrl::render_line_chart("t", "x", "y", {{std::string(30, 'n'), {1, 2}}});
+  CHECK(width_of(long_names) == 70 + 560 + 52 + 7 * 30);
+}

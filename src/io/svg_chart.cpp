@@ -96,15 +96,20 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
   if (!std::isfinite(y_min)) y_min = 0, y_max = 1;
   if (y_max - y_min < 1e-12) y_min -= 0.5, y_max += 0.5;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  // The legend's column widens the canvas for long names (about 7 pixels a
+  // character at 12 px) instead of letting them run off its edge.
+  std::size_t longest = 0;
+  for (const auto& s : series) longest = std::max(longest, s.name.size());
+  const double width = kLeft + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest));
   const double x_span = x_count > 1 ? static_cast<double>(x_count - 1) : 1.0;
   auto px = [&](double x) { return kLeft + x / x_span * plot_w; };
   auto py = [&](double y) { return kTop + (y_max - y) / (y_max - y_min) * plot_h; };
 
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kHeight
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
+      << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
       << "</text>\n";
   for (const double y : y_ticks(y_min, y_max, options.log_y)) {
     svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)

@@ -89,7 +89,7 @@ TEST_CASE("evaluation report: every strategy's gross minus net equals its cost p
   const int first = 50;
   const double cost = 0.0007;
   const auto report = foxrl::build_evaluation_report(series, first, agent, cost, 252, 9);
-  REQUIRE(report.strategies.size() == 4);
+  REQUIRE(report.strategies.size() == 5);
   CHECK(report.bars == 200);
   CHECK(report.strategies[0].name == "agent (greedy DQN)");
   CHECK(report.strategies[0].positions == agent);
@@ -153,7 +153,7 @@ TEST_CASE("cost-sensitivity table has one row per cost and strategy", "[eval]") 
   const std::string table = foxrl::cost_sensitivity_table(report, {0, 5, 20});
   std::size_t lines = 0;
   for (char c : table) lines += c == '\n';
-  CHECK(lines == 2 + 3 * 4);  // title, header, 3 costs x 4 strategies
+  CHECK(lines == 2 + 3 * 5);  // title, header, 3 costs x 5 strategies
   CHECK_THAT(table, Catch::Contains("agent (greedy DQN)") && Catch::Contains("buy and hold"));
   // The agent is long throughout: it pays 20 bp once at 20 bp.
   CHECK_THAT(table, Catch::Contains("0.20%"));

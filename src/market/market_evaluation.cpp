@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -21,17 +22,61 @@ StrategyResult price_strategy(const std::string& name, const std::vector<double>
   return s;
 }
 
-std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_returns, int first, int count,
-                                                double cost, double bars_per_year, std::uint64_t seed) {
+std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed) {
+  const auto n = static_cast<std::size_t>(count);
+  const auto k = static_cast<std::size_t>(std::max(0L, std::min<long>(trades, count)));
+  std::mt19937_64 rng(seed);
+  // The first k entries of a partial Fisher-Yates shuffle: k distinct bars.
+  std::vector<std::size_t> bars(n);
+  for (std::size_t i = 0; i < n; ++i) bars[i] = i;
+  std::vector<char> change(n, 0);
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(rng() % (n - i));
+    std::swap(bars[i], bars[j]);
+    change[bars[i]] = 1;
+  }
+  std::vector<double> positions(n);
+  int p = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (change[i]) p = ((p + 1 + 1 + static_cast<int>(rng() % 2)) % 3) - 1;  // one of the two other positions
+    positions[i] = p;
+  }
+  return positions;
+}
+
+std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow) {
+  if (fast < 1 || slow <= fast) {
+    throw LogicError("crossover_positions: need 1 <= fast < slow, got " + std::to_string(fast) + ", " +
+                     std::to_string(slow));
+  }
+  std::vector<double> positions(static_cast<std::size_t>(count), 0.0);
+  for (int i = 0; i < count; ++i) {
+    const int t = first + i;  // the bar; its decision sees closes [t - slow, t)
+    if (t < slow) continue;
+    double fast_sum = 0, slow_sum = 0;
+    for (int k = t - slow; k < t; ++k) {
+      slow_sum += closes[static_cast<std::size_t>(k)];
+      if (k >= t - fast) fast_sum += closes[static_cast<std::size_t>(k)];
+    }
+    const double fast_mean = fast_sum / fast, slow_mean = slow_sum / slow;
+    positions[static_cast<std::size_t>(i)] = fast_mean > slow_mean ? 1.0 : (fast_mean < slow_mean ? -1.0 : 0.0);
+  }
+  return positions;
+}
+
+std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int first, int count, double cost,
+                                                double bars_per_year, long agent_trades, std::uint64_t seed) {
   std::vector<StrategyResult> out;
   const auto n = static_cast<std::size_t>(count);
-  const std::vector<double> r(log_returns.begin() + first, log_returns.begin() + first + count);
+  const std::vector<double> all = host_log_returns(series);
+  const std::vector<double> r(all.begin() + first, all.begin() + first + count);
   out.push_back(price_strategy("buy and hold", r, std::vector<double>(n, 1.0), cost, bars_per_year));
   out.push_back(price_strategy("always flat", r, std::vector<double>(n, 0.0), cost, bars_per_year));
-  std::mt19937_64 rng(seed);
-  std::vector<double> random_positions(n);
-  for (auto& p : random_positions) p = static_cast<double>(static_cast<int>(rng() % 3) - 1);
-  out.push_back(price_strategy("random", r, random_positions, cost, bars_per_year));
+  out.push_back(price_strategy("random, same trades", r, random_positions_with_trades(count, agent_trades, seed), cost,
+                               bars_per_year));
+  out.push_back(price_strategy("MA crossover " + std::to_string(kCrossoverFast) + "/" + std::to_string(kCrossoverSlow),
+                               r, crossover_positions(series.close, first, count, kCrossoverFast, kCrossoverSlow), cost,
+                               bars_per_year));
   return out;
 }
 
@@ -57,7 +102,8 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
       format_timestamp(series.timestamp[static_cast<std::size_t>(first + count - 1)]).substr(0, 10) + ")";
   report.strategies.push_back(
       price_strategy("agent (greedy DQN)", report.market_returns, agent_positions, cost, bars_per_year));
-  for (auto& b : baseline_strategies(all, first, count, cost, bars_per_year, seed)) {
+  const long agent_trades = report.strategies.front().metrics.trades;
+  for (auto& b : baseline_strategies(series, first, count, cost, bars_per_year, agent_trades, seed)) {
     report.strategies.push_back(std::move(b));
   }
   return report;
@@ -127,14 +173,55 @@ std::string cost_sensitivity_table(const EvaluationReport& report, const std::ve
   return out.str();
 }
 
+EvaluationRecord evaluation_record(const MarketSetup& market) {
+  EvaluationRecord r;
+  r.data_origin = market.data_origin.empty() ? market.series.source : market.data_origin;
+  r.data_sha256 = market.data_sha256;
+  r.rows_loaded = static_cast<long>(market.load_report.rows_loaded ? market.load_report.rows_loaded
+                                                                   : market.series.size() + market.first_row);
+  r.rows_skipped = static_cast<long>(market.load_report.rows_skipped());
+  r.first_row = static_cast<long>(market.first_row);
+  r.splits = market.splits;
+  r.median_bar_seconds = market.annualisation.median_bar_seconds;
+  for (const MarketSplit& s : {market.splits.train, market.splits.validation, market.splits.test}) {
+    const bool empty = s.size() <= 0;
+    r.split_dates.push_back(empty ? "" : format_timestamp(market.series.timestamp[static_cast<std::size_t>(s.begin)]));
+    r.split_dates.push_back(empty ? ""
+                                  : format_timestamp(market.series.timestamp[static_cast<std::size_t>(s.end - 1)]));
+  }
+  return r;
+}
+
 std::string EvaluationReport::json() const {
   nlohmann::json j;
+  j["foxrl_version"] = FOXRL_VERSION;
+  nlohmann::json data;
+  data["origin"] = record.data_origin;
+  data["sha256"] = record.data_sha256;
+  data["rows_loaded"] = record.rows_loaded;
+  data["rows_skipped"] = record.rows_skipped;
+  data["bars_before_start_date"] = record.first_row;
+  data["median_bar_seconds"] = record.median_bar_seconds;
+  j["data"] = data;
+  // Bar indices count from the first bar used (after start_date); dates are UTC.
+  const char* names[] = {"train", "validation", "test"};
+  const MarketSplit splits[] = {record.splits.train, record.splits.validation, record.splits.test};
+  for (int k = 0; k < 3; ++k) {
+    nlohmann::json s;
+    s["bars"] = {splits[k].begin, splits[k].end};
+    if (record.split_dates.size() == 6) {
+      s["first"] = record.split_dates[static_cast<std::size_t>(2 * k)];
+      s["last"] = record.split_dates[static_cast<std::size_t>(2 * k + 1)];
+    }
+    j["splits"][names[k]] = s;
+  }
+  j["evaluated_bars"] = {first_bar, first_bar + bars};
+  j["cost_model"] = {{"kind", "proportional: cost x |position change| per bar, subtracted from the log return"},
+                     {"cost_per_unit_position_change", cost},
+                     {"cost_bps", cost * 1e4}};
+  j["annualisation"] = {{"bars_per_year", bars_per_year}, {"basis", annualisation_basis}};
   j["split"] = split_description;
   j["bars"] = bars;
-  j["cost_per_unit_position_change"] = cost;
-  j["cost_bps"] = cost * 1e4;
-  j["bars_per_year"] = bars_per_year;
-  j["annualisation_basis"] = annualisation_basis;
   for (const auto& s : strategies) {
     const auto& m = s.metrics;
     j["strategies"].push_back({{"name", s.name},

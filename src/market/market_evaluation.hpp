@@ -1,7 +1,8 @@
 #pragma once
 // Evaluation of a greedy policy on a held-out time split of a market, next to
-// the buy-and-hold, always-flat and random baselines: the table `foxrl eval`
-// and the end of `foxrl train` print.
+// the buy-and-hold, always-flat, random (with the agent's number of trades)
+// and moving-average crossover baselines: the table `foxrl eval` and the end
+// of `foxrl train` print, and the run record of evaluation.json.
 //
 // One continuous backtest over the split: a single env starts flat at the
 // split's first decision bar and trades to its last bar, one greedy action
@@ -35,8 +36,22 @@ struct StrategyResult {
   std::vector<double> equity;     ///< net equity curve, 1 before the first bar
 };
 
+/// Where an evaluation's numbers come from, for evaluation.json.
+struct EvaluationRecord {
+  std::string data_origin;               ///< file path or synthetic generator
+  std::string data_sha256;               ///< of the CSV file; empty for a built-in market
+  long rows_loaded = 0;                  ///< bars of the loaded data
+  long rows_skipped = 0;                 ///< bad rows skipped (skip_bad_rows)
+  long first_row = 0;                    ///< loaded bars before start_date, dropped
+  std::string start_date;                ///< config key start_date (empty: none)
+  MarketSplits splits;                   ///< bar ranges of the series after start_date
+  std::vector<std::string> split_dates;  ///< first and last date of train, validation, test ("" if empty)
+  std::int64_t median_bar_seconds = 0;
+};
+
 struct EvaluationReport {
   std::string split_description;
+  EvaluationRecord record;
   long bars = 0;
   double cost = 0;                               ///< per unit of position change, as a fraction
   double bars_per_year = 0;                      ///< the Sharpe ratios' annualisation
@@ -67,10 +82,28 @@ struct EvaluationReport {
 StrategyResult price_strategy(const std::string& name, const std::vector<double>& market_returns,
                               const std::vector<double>& positions, double cost, double bars_per_year);
 
-/// Baseline strategies over bars [first, first + count) of `log_returns`
-/// (bar t's return r[t]) with `cost` per unit of position change.
-std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_returns, int first, int count,
-                                                double cost, double bars_per_year, std::uint64_t seed);
+/// The baselines' parameters.
+inline constexpr int kCrossoverFast = 20;   ///< bars of the crossover's fast moving average
+inline constexpr int kCrossoverSlow = 100;  ///< bars of its slow moving average
+
+/// Positions of a random strategy with exactly `trades` position changes
+/// (the agent's), on bars drawn uniformly without replacement; each change
+/// moves to one of the two other positions at random. Flat before bar 0.
+std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed);
+
+/// Moving-average crossover positions over bars [first, first + count):
+/// long while the mean of the last `fast` closes before the bar is above the
+/// mean of the last `slow`, short while below, flat while equal or while
+/// fewer than `slow` closes precede the bar (decided from closes before
+/// the bar only: no look-ahead).
+std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow);
+
+/// Baseline strategies over bars [first, first + count) of `series`, with
+/// `cost` per unit of position change: buy and hold, always flat, random
+/// with the agent's number of trades, and a 20/100-bar moving-average
+/// crossover.
+std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int first, int count, double cost,
+                                                double bars_per_year, long agent_trades, std::uint64_t seed);
 
 /// The report of an agent that held `agent_positions` over bars [first,
 /// first + agent_positions.size()) of `series`, with the baselines on the
@@ -78,6 +111,9 @@ std::vector<StrategyResult> baseline_strategies(const std::vector<double>& log_r
 EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
                                          const std::vector<double>& agent_positions, double cost, double bars_per_year,
                                          std::uint64_t seed);
+
+/// The run record of an evaluation on `market`.
+EvaluationRecord evaluation_record(const MarketSetup& market);
 
 /// Net and gross return and Sharpe, cost paid and trades of every strategy
 /// at each of `costs_bps` (basis points per unit of position change).
@@ -138,6 +174,7 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
   EvaluationReport report =
       build_evaluation_report(market.series, first, agent_positions, env_config.cost, per_year, seed);
   report.annualisation_basis = market.annualisation.basis;
+  report.record = evaluation_record(market);
   report.env_rewards.resize(static_cast<std::size_t>(length));
   for (int t = 0; t < length; ++t) report.env_rewards[static_cast<std::size_t>(t)] = h_rewards(t, 0);
   return report;

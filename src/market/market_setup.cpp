@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "io/sha256.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -33,11 +34,15 @@ MarketSetup prepare_market(const TrainConfig& config) {
   MarketSetup m;
   if (config.data.empty()) {
     m.series = make_synthetic_market(config.synthetic, static_cast<std::size_t>(config.synthetic_bars), config.seed);
+    m.data_origin = "synthetic:" + config.synthetic + ", " + std::to_string(config.synthetic_bars) + " bars, seed " +
+                    std::to_string(config.seed);
   } else {
+    m.data_origin = config.data;
     LoadOptions options;
     options.skip_bad_rows = config.skip_bad_rows;
     options.allow_implausible_bars = config.allow_implausible_bars;
     m.series = load_market_csv(config.data, options, &m.load_report);
+    m.data_sha256 = sha256_file_hex(config.data);
   }
   if (!config.start_date.empty()) m.first_row = apply_start_date(m.series, config.start_date);
   const int bars = static_cast<int>(m.series.size());

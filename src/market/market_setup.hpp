@@ -27,6 +27,8 @@ struct MarketSetup {
   MarketSplits splits;
   LoadReport load_report;     ///< rows read and skipped (CSV only)
   std::size_t first_row = 0;  ///< bars of the loaded data before start_date (dropped)
+  std::string data_sha256;    ///< SHA-256 of the CSV file (empty for a built-in market)
+  std::string data_origin;    ///< the file path, or "synthetic:<generator>, <bars> bars, seed <seed>"
   Annualisation annualisation;
   /// One line describing the data and the splits, for the log.
   std::string describe() const;

@@ -116,3 +116,20 @@ TEST_CASE("line chart widens its canvas for long legend names", "[io]") {
   const auto long_names = foxrl::render_line_chart("t", "x", "y", {{std::string(30, 'n'), {1, 2}}});
   CHECK(width_of(long_names) == 70 + 560 + 52 + 7 * 30);
 }
+
+TEST_CASE("line chart makes room on the left for long y tick labels", "[io]") {
+  // Ticks 0.0001 .. 0.0014 print with up to 4 significant digits, e.g.
+  // "0.000425": the plot's frame moves right of 70 pixels to fit them.
+  const auto svg = foxrl::render_line_chart("Loss", "epoch", "loss", {{"loss", {0.0014, 0.0001}}});
+  std::size_t longest = 0;
+  for (auto at = svg.find("text-anchor=\"end\">"); at != std::string::npos;
+       at = svg.find("text-anchor=\"end\">", at + 1)) {
+    const auto start = at + 18;
+    longest = std::max(longest, svg.find('<', start) - start);
+  }
+  REQUIRE(longest >= 8);
+  const double left = 34.0 + 7.0 * static_cast<double>(longest);
+  std::ostringstream frame;
+  frame << "<rect x=\"" << left << "\" y=\"40\" width=\"560\"";
+  CHECK_THAT(svg, Catch::Contains(frame.str()));
+}

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace foxrl {
@@ -96,13 +97,22 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
   if (!std::isfinite(y_min)) y_min = 0, y_max = 1;
   if (y_max - y_min < 1e-12) y_min -= 0.5, y_max += 0.5;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  // Y tick labels first: the left margin makes room for the longest (about
+  // 7 pixels a character) beside the axis title.
+  std::vector<std::pair<double, std::string>> y_labels;
+  std::size_t longest_tick = 0;
+  for (const double y : y_ticks(y_min, y_max, options.log_y)) {
+    y_labels.emplace_back(y, number(options.log_y ? std::pow(10.0, y) : y));
+    longest_tick = std::max(longest_tick, y_labels.back().second.size());
+  }
+  const double left = std::max(kLeft, 34.0 + 7.0 * static_cast<double>(longest_tick));
   // The legend's column widens the canvas for long names (about 7 pixels a
   // character at 12 px) instead of letting them run off its edge.
   std::size_t longest = 0;
   for (const auto& s : series) longest = std::max(longest, s.name.size());
-  const double width = kLeft + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest));
+  const double width = left + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest));
   const double x_span = x_count > 1 ? static_cast<double>(x_count - 1) : 1.0;
-  auto px = [&](double x) { return kLeft + x / x_span * plot_w; };
+  auto px = [&](double x) { return left + x / x_span * plot_w; };
   auto py = [&](double y) { return kTop + (y_max - y) / (y_max - y_min) * plot_h; };
 
   std::ostringstream svg;
@@ -111,10 +121,10 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
       << "</text>\n";
-  for (const double y : y_ticks(y_min, y_max, options.log_y)) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)
-        << "\" stroke=\"#ddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
-        << number(options.log_y ? std::pow(10.0, y) : y) << "</text>\n";
+  for (const auto& [y, label] : y_labels) {
+    svg << "<line x1=\"" << left << "\" x2=\"" << left + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)
+        << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
+        << label << "</text>\n";
   }
   for (int i = 0; i <= 4; ++i) {
     // Ticks at whole data positions, labelled with that position's text.
@@ -125,9 +135,9 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
     svg << "<text x=\"" << px(static_cast<double>(x)) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\""
         << anchor << "\">" << escape(label) << "</text>\n";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+  svg << "<rect x=\"" << left << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
       << "\" fill=\"none\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 10 << "\" text-anchor=\"middle\">"
+      << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << kHeight - 10 << "\" text-anchor=\"middle\">"
       << escape(x_label) << "</text>\n"
       << "<text transform=\"translate(16," << kTop + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
       << escape(y_label) << "</text>\n";
@@ -150,9 +160,9 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
     }
     svg << "\"/>\n";
     const double ly = kTop + 14 + 18 * static_cast<double>(k);
-    svg << "<line x1=\"" << kLeft + plot_w + 12 << "\" x2=\"" << kLeft + plot_w + 36 << "\" y1=\"" << ly - 4
-        << "\" y2=\"" << ly - 4 << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/>\n<text x=\""
-        << kLeft + plot_w + 42 << "\" y=\"" << ly << "\">" << escape(series[k].name) << "</text>\n";
+    svg << "<line x1=\"" << left + plot_w + 12 << "\" x2=\"" << left + plot_w + 36 << "\" y1=\"" << ly - 4 << "\" y2=\""
+        << ly - 4 << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 42
+        << "\" y=\"" << ly << "\">" << escape(series[k].name) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

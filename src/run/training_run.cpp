@@ -108,14 +108,16 @@ std::vector<EpochRecord> read_metrics(const std::string& path) {
 
 void write_learning_curves(const std::string& path, const std::vector<EpochRecord>& epochs) {
   ChartSeries returns{"mean return (last 100 episodes)", {}}, loss{"loss", {}};
+  ChartOptions options;  // x ticks: the epochs as the log numbers them
   for (const auto& e : epochs) {
     returns.values.push_back(e.mean_return_last_100);
     loss.values.push_back(e.loss);
+    options.x_labels.push_back(std::to_string(e.epoch));
   }
   write_file_atomically(path + "/learning_curve_return.svg",
-                        render_line_chart("Episode return per epoch", "epoch", "return", {returns}));
+                        render_line_chart("Episode return per epoch", "epoch", "return", {returns}, options));
   write_file_atomically(path + "/learning_curve_loss.svg",
-                        render_line_chart("Loss per epoch", "epoch", "loss", {loss}));
+                        render_line_chart("Loss per epoch", "epoch", "loss", {loss}, options));
 }
 
 /// The epochs of metrics.jsonl up to `last_epoch`, for a legacy checkpoint

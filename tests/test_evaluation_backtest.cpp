@@ -86,6 +86,11 @@ TEST_CASE("backtest CSV of a hand-computed series: returns, costs and equity per
     equity *= std::exp(gross[i] - costs[i]);
     CHECK(rows[i].equity == Approx(equity).epsilon(1e-14));
   }
+  // The chart's title names the data file without its directories.
+  auto in_dir = series;
+  in_dir.source = "/some/where/hand.csv";
+  const auto titled = foxrl::build_evaluation_report(in_dir, 1, positions, cost, 252, 1).svg();
+  CHECK_THAT(titled, Catch::Contains(">Equity on hand.csv bars 1 .. 4 (2020-01-02 .. 2020-01-05), net of costs<"));
   // 1.1 / 0.9 x exp(-4 cost).
   CHECK(rows.back().equity == Approx(1.1 / 0.9 * std::exp(-4 * cost)).epsilon(1e-14));
 }

@@ -258,7 +258,13 @@ std::string EvaluationReport::svg() const {
     options.x_labels.push_back(date(0));
     for (std::size_t i = 0; i < timestamps.size(); ++i) options.x_labels.push_back(date(i));
   }
-  return render_line_chart("Equity on " + split_description, timestamps.empty() ? "bar" : "UTC",
+  // The title names the data file without its directories: a long path
+  // would run off the canvas (the JSON and the table keep it whole).
+  std::string description = split_description;
+  const std::size_t bars_at = description.find(" bars ");
+  const std::size_t slash = description.rfind('/', bars_at);
+  if (bars_at != std::string::npos && slash != std::string::npos) description.erase(0, slash + 1);
+  return render_line_chart("Equity on " + description + ", net of costs", timestamps.empty() ? "bar" : "UTC",
                            "equity (start = 1, log scale)", series, options);
 }
 

@@ -86,7 +86,7 @@ expect_error(2 "long.csv:2: expected 6 fields as in the header, found 1 in 'x+\\
 file(WRITE ${WORK}/control.csv "${header}2020-01-01,10,1${control},9,10.5,100\n")
 expect_error(2 "control.csv:2: column 3 \\(high\\): value '1\\\\x01\\\\x7f' is not a number\n$"
              rollout ${market_args} --data ${WORK}/control.csv)
-expect_error(2 "bars_200.csv: the split of bars \\[0, 0\\).*train_end and test_start"
+expect_error(2 "keys 'train_end' \\('1990-01-01'\\).*leave the train split 0 bars: .*bars_200.csv spans"
              train --set data=${DATA}/bars_200.csv --set train_end=1990-01-01 --set test_start=1990-02-01
              --set out_dir=${WORK}/split-run)
 

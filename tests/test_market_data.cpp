@@ -59,11 +59,128 @@ TEST_CASE("timestamps: ISO-8601 forms and unix seconds", "[market_data]") {
   CHECK(foxrl::parse_timestamp("2024-02-29T23:59:58Z") == 1709251198);
   CHECK(foxrl::format_timestamp(1709251198) == "2024-02-29T23:59:58Z");
   CHECK(foxrl::format_timestamp(-630979200) == "1950-01-03T00:00:00Z");
-  for (const char* bad : {"2023-02-29", "2017-13-01", "2017-01-02T25:00:00Z", "2017/01/02", "yesterday", "",
-                          "2017-01-02T07", "2017-01-02T07:00:00+01:00", "12.5"}) {
+  for (const char* bad :
+       {"2023-02-29", "2017-13-01", "2017-01-02T25:00:00Z", "2017/01/02", "yesterday", "", "2017-01-02T07", "12.5"}) {
     INFO(bad);
     CHECK_THROWS_AS(foxrl::parse_timestamp(bad), foxrl::UsageError);
   }
+}
+
+TEST_CASE("timestamps: UTC offsets, fractional seconds, unix milliseconds", "[market_data]") {
+  // 2017-01-02T07:00:00Z = 1483340400; an offset says the local time is that
+  // far ahead of UTC, so UTC = local - offset.
+  CHECK(foxrl::parse_timestamp("2017-01-02T07:00:00+00:00") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02T08:00:00+01:00") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02 02:00:00-05:00") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02T12:30+05:30") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02T12:30:00+0530") == 1483340400);
+  // An offset can move the date: 2017-01-01T23:00-08:00 is 2017-01-02T07:00Z.
+  CHECK(foxrl::parse_timestamp("2017-01-01T23:00:00-08:00") == 1483340400);
+  // Fractions are cut to the second, with or without an offset after them.
+  CHECK(foxrl::parse_timestamp("2017-01-02T07:00:00.999Z") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02 07:00:00.5") == 1483340400);
+  CHECK(foxrl::parse_timestamp("2017-01-02T07:00:01.000000001+00:00") == 1483340401);
+  CHECK(foxrl::parse_timestamp("2017-01-02T08:00:00,25+01:00") == 1483340400);
+  // 13 digits are milliseconds (floored to the second), up to 12 seconds.
+  CHECK(foxrl::parse_timestamp("1483340400000") == 1483340400);
+  CHECK(foxrl::parse_timestamp("1483340400999") == 1483340400);
+  CHECK(foxrl::parse_timestamp("0001483340400") == 1483340);  // 13 digits: milliseconds, leading zeros too
+  CHECK(foxrl::parse_timestamp("148334040000") == 148334040000);
+  for (const char* bad :
+       {"2017-01-02T07:00:00+24:00", "2017-01-02T07:00:00+01:60", "2017-01-02T07:00:00+1:00", "2017-01-02T07:00:00+01",
+        "2017-01-02T07:00:00+01:00Z", "2017-01-02+01:00", "2017-01-02T07:00.5", "2017-01-02T07:00:00.",
+        "2017-01-02T07:00:00.1234567890", "2017-01-02T07:00:00.5x", "14833404000000", "1483340400.5"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(foxrl::parse_timestamp(bad), foxrl::UsageError);
+  }
+  try {
+    foxrl::parse_timestamp("2017-01-02T07:00:00+25:00");
+    FAIL("no error");
+  } catch (const foxrl::UsageError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'2017-01-02T07:00:00+25:00'") && Catch::Contains("+HH:MM") &&
+                             Catch::Contains("milliseconds"));
+  }
+}
+
+TEST_CASE("loader reads quoted fields, offsets, fractions, milliseconds and a BOM", "[market_data]") {
+  foxrl::test::TempDir dir;
+  // Every field quoted, a quoted header, a comma and an escaped quote inside
+  // an ignored column, spaces around quotes.
+  const std::string quoted =
+      dir.write("quoted.csv",
+                "\xEF\xBB\xBF\"Date\",\"Open\",\"High\",\"Low\",\"Close\",\"Note\",\"Volume\"\r\n"
+                "\"2020-01-01T00:00:00+00:00\",\"10\",\"11\",\"9\",\"10.5\",\"a, \"\"b\"\"\",\"100\"\r\n"
+                " \"2020-01-01T02:00:00.750+01:00\" , 10.5,\" 11 \",10,10.25,\"\",0\r\n");
+  const auto q = foxrl::load_market_csv(quoted);
+  REQUIRE(q.size() == 2);
+  CHECK(q.timestamp[0] == 1577836800);
+  CHECK(q.timestamp[1] == 1577836800 + 3600);
+  CHECK(q.open[0] == 10.0);
+  CHECK(q.close[0] == 10.5);
+  CHECK(q.volume[0] == 100.0);
+  CHECK(q.high[1] == 11.0);
+  // Unix milliseconds as exchanges export them.
+  const std::string millis = dir.write("millis.csv",
+                                       "timestamp,open,high,low,close,volume\n"
+                                       "1577836800000,10,11,9,10.5,1\n"
+                                       "1577836860000,10.5,11,10,10.75,1\n");
+  const auto m = foxrl::load_market_csv(millis);
+  REQUIRE(m.size() == 2);
+  CHECK(m.timestamp[0] == 1577836800);
+  CHECK(m.timestamp[1] == 1577836860);
+  // Sub-second bars collide once cut to the second: refused as duplicates.
+  const std::string sub = dir.write("sub.csv",
+                                    "timestamp,open,high,low,close,volume\n"
+                                    "2020-01-01T00:00:00.100Z,10,11,9,10.5,1\n"
+                                    "2020-01-01T00:00:00.600Z,10,11,9,10.5,1\n");
+  CHECK_THAT(load_error(sub), Catch::Contains(":3:") && Catch::Contains("duplicates"));
+}
+
+TEST_CASE("loader names the line, column and value of bad quotes and bad new timestamp forms", "[market_data]") {
+  foxrl::test::TempDir dir;
+  const std::string header = "timestamp,open,high,low,close,volume\n";
+  const std::string good = "2020-01-01,10,11,9,10.5,100\n";
+  struct Case {
+    const char* what;
+    std::string body;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"unclosed quote", "2020-01-02,\"10,11,9,10.5,100\n", {":3:", "column 2", "not closed", "'2020-01-02,\"10"}},
+      {"text after a closing quote", "2020-01-02,\"10\"x,11,9,10.5,100\n", {":3:", "column 2", "closing quote"}},
+      {"bad offset",
+       "2020-01-02T00:00+25:00,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'2020-01-02T00:00+25:00'", "+HH:MM"}},
+      {"fraction without seconds",
+       "2020-01-02T00:00.5,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'2020-01-02T00:00.5'"}},
+      {"14-digit epoch",
+       "15779232000000,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'15779232000000'", "milliseconds"}},
+      {"quoted bad number",
+       "2020-01-02,\"1,000\",11,9,10.5,100\n",
+       {":3:", "column 2 (open)", "'1,000'", "not a number"}},
+      {"offset time going backwards",
+       "2020-01-01T01:00:00+02:00,10,11,9,10.5,100\n",
+       {":3:", "column 1 (timestamp)", "'2020-01-01T01:00:00+02:00' (2019-12-31T23:00:00Z) is earlier",
+        "(2020-01-01T00:00:00Z)"}},
+  };
+  for (const auto& c : cases) {
+    const std::string path = dir.write("bad.csv", header + good + c.body);
+    const std::string msg = load_error(path);
+    INFO(c.what << ": " << msg);
+    CHECK_THAT(msg, Catch::Contains(path));
+    for (const auto& e : c.expected) CHECK_THAT(msg, Catch::Contains(e));
+  }
+  // The header's quotes too, and skip mode counts bad quotes by reason.
+  const std::string bad_header = load_error(dir.write("bad_header.csv", "\"timestamp,open,high,low,close,volume\n"));
+  CHECK_THAT(bad_header, Catch::Contains(":1: header column 1") && Catch::Contains("not closed"));
+  foxrl::LoadOptions skip;
+  skip.skip_bad_rows = true;
+  foxrl::LoadReport report;
+  const std::string mixed = dir.write("mixed.csv", header + good + "2020-01-02,\"10,11,9,10.5,100\n");
+  CHECK(foxrl::load_market_csv(mixed, skip, &report).size() == 1);
+  CHECK(report.skipped["bad_quote"] == 1);
 }
 
 TEST_CASE("loader reads good files: column order, case, extra columns, CRLF, timestamp forms", "[market_data]") {

@@ -66,3 +66,70 @@ TEST_CASE("evaluation table keeps its columns for ordinary and astronomic return
   std::getline(lines, header);
   while (std::getline(lines, line)) CHECK(line.size() == header.size());
 }
+
+TEST_CASE("line chart on a log axis skips values <= 0 and labels x ticks at data positions", "[io]") {
+  foxrl::ChartOptions options;
+  options.log_y = true;
+  options.x_labels = {"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"};
+  const auto svg = foxrl::render_line_chart("Equity", "bar", "equity",
+                                            {{"agent", {1, 10, 100, -1, 1000, 100, 10, 1, 0.1}}}, options);
+  // Y ticks at 5 evenly spaced log values from 0.1 to 1000: 0.1, 1, 10, 100, 1000.
+  for (const char* tick : {">0.1<", ">1<", ">10<", ">100<", ">1000<"}) CHECK_THAT(svg, Catch::Contains(tick));
+  // X ticks at positions 0, 2, 4, 6, 8 (whole positions of 8 x i / 4), with their labels.
+  for (const char* tick : {">d0<", ">d2<", ">d4<", ">d6<", ">d8<"}) CHECK_THAT(svg, Catch::Contains(tick));
+  CHECK_THAT(svg, !Catch::Contains(">d1<") && !Catch::Contains(">d3<"));
+  // The end labels stay on the canvas.
+  CHECK_THAT(svg, Catch::Contains("text-anchor=\"start\">d0<") && Catch::Contains("text-anchor=\"end\">d8<"));
+  // -1 has no logarithm: the pen lifts there, so the line restarts once.
+  const auto path = svg.substr(svg.find("<path"), svg.find("/>", svg.find("<path")) - svg.find("<path"));
+  std::size_t moves = 0;
+  for (char c : path) moves += c == 'M';
+  CHECK(moves == 2);
+  CHECK_THAT(svg, !Catch::Contains("nan") && !Catch::Contains("inf"));
+  // Within one decade the ticks are round values (1, 2, 3, 5 x 10^k), not
+  // the range's fifths.
+  const auto narrow = foxrl::render_line_chart("Equity", "UTC", "equity", {{"agent", {1, 0.28, 1.7}}}, options);
+  for (const char* tick : {">0.3<", ">0.5<", ">1<"}) CHECK_THAT(narrow, Catch::Contains(tick));
+  CHECK_THAT(narrow, !Catch::Contains(">0.28<") && !Catch::Contains(">1.7<"));
+}
+
+TEST_CASE("line chart draws the last point of a thinned series", "[io]") {
+  // 10000 points on a 560-pixel plot are thinned with a stride of 8; 9999 is
+  // not a multiple of it, and the line must still end at the last x.
+  std::vector<double> values(10000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
+  const auto svg = foxrl::render_line_chart("t", "x", "y", {{"s", values}});
+  const auto start = svg.find(" d=\"", svg.find("<path")) + 4;
+  const auto path = svg.substr(start, svg.find('"', start) - start);
+  // The plot's right edge: kLeft 70 + plot width 560.
+  CHECK_THAT(path, Catch::Contains("L630,"));
+}
+
+TEST_CASE("line chart widens its canvas for long legend names", "[io]") {
+  const auto width_of = [](const std::string& svg) {
+    const auto at = svg.find("width=\"") + 7;
+    return std::stod(svg.substr(at, svg.find('"', at) - at));
+  };
+  const auto short_names = foxrl::render_line_chart("t", "x", "y", {{"agent", {1, 2}}});
+  CHECK(width_of(short_names) == 800);
+  // 30 characters at about 7 pixels each, after the 52-pixel swatch.
+  const auto long_names = foxrl::render_line_chart("t", "x", "y", {{std::string(30, 'n'), {1, 2}}});
+  CHECK(width_of(long_names) == 70 + 560 + 52 + 7 * 30);
+}
+
+TEST_CASE("line chart makes room on the left for long y tick labels", "[io]") {
+  // Ticks 0.0001 .. 0.0014 print with up to 4 significant digits, e.g.
+  // "0.000425": the plot's frame moves right of 70 pixels to fit them.
+  const auto svg = foxrl::render_line_chart("Loss", "epoch", "loss", {{"loss", {0.0014, 0.0001}}});
+  std::size_t longest = 0;
+  for (auto at = svg.find("text-anchor=\"end\">"); at != std::string::npos;
+       at = svg.find("text-anchor=\"end\">", at + 1)) {
+    const auto start = at + 18;
+    longest = std::max(longest, svg.find('<', start) - start);
+  }
+  REQUIRE(longest >= 8);
+  const double left = 34.0 + 7.0 * static_cast<double>(longest);
+  std::ostringstream frame;
+  frame << "<rect x=\"" << left << "\" y=\"40\" width=\"560\"";
+  CHECK_THAT(svg, Catch::Contains(frame.str()));
+}

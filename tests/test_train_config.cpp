@@ -92,6 +92,26 @@ TEST_CASE("config round-trips through its JSON form and documents every key", "[
   std::remove(path.c_str());
 }
 
+TEST_CASE("start_date and bars_per_year: read, range-checked, left out of the JSON at their defaults", "[config]") {
+  foxrl::TrainConfig config;
+  // At their defaults they are not in the JSON form, so the config hash of
+  // runs saved before the keys existed stays the same.
+  CHECK_THAT(config.to_json(), !Catch::Contains("start_date") && !Catch::Contains("bars_per_year"));
+  config.apply_overrides({"start_date=1962-01-02", "bars_per_year=365"});
+  CHECK(config.start_date == "1962-01-02");
+  CHECK(config.bars_per_year == 365.0);
+  CHECK_THAT(config.to_json(),
+             Catch::Contains("\"start_date\": \"1962-01-02\"") && Catch::Contains("\"bars_per_year\": 365.0"));
+  const auto path = write_temp("new_keys.json", config.to_json());
+  const auto again = foxrl::TrainConfig::from_json_file(path);
+  CHECK(again.to_json() == config.to_json());
+  std::remove(path.c_str());
+  foxrl::TrainConfig bad;
+  CHECK_THROWS_WITH(bad.apply_overrides({"bars_per_year=-1"}),
+                    Catch::Contains("bars_per_year") && Catch::Contains("out of range"));
+  CHECK_THAT(foxrl::TrainConfig::describe(), Catch::Contains("start_date") && Catch::Contains("bars_per_year"));
+}
+
 TEST_CASE("integer keys are range-checked against what the components hold", "[config]") {
   foxrl::TrainConfig config;
   // The learner counts target-copy intervals in an int: 2^32 + 500 used to

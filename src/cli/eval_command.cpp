@@ -14,10 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <vector>
 
 namespace foxrl::cli {
 namespace {
@@ -29,6 +32,7 @@ struct EvalArgs {
   std::string out_dir;
   bool allow_implausible_bars = false;
   int episodes = 100;
+  std::vector<double> cost_bps;  ///< empty: no cost-sensitivity table
 };
 
 /// "<split>_epoch-<N>", plus "_<data file stem>" for --data (letters,
@@ -47,9 +51,11 @@ std::string output_stem(const std::string& split, std::int64_t epoch, const std:
 /// from the run's seed + 1, so not the training episodes).
 int run_episode_eval(const EvalArgs& args, const std::string& checkpoint, const RunManifest& manifest) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  if (!args.data.empty() || args.allow_implausible_bars)
-    throw UsageError(std::string(args.data.empty() ? "--allow-implausible-bars" : "--data") + ": the run " +
-                     args.run_dir + " trained on " + env_kind_name(manifest.config.env) +
+  if (!args.data.empty() || args.allow_implausible_bars || !args.cost_bps.empty())
+    throw UsageError(std::string(!args.data.empty()            ? "--data"
+                                 : args.allow_implausible_bars ? "--allow-implausible-bars"
+                                                               : "--cost-bps") +
+                     ": the run " + args.run_dir + " trained on " + env_kind_name(manifest.config.env) +
                      "; market data options are for market runs");
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
@@ -97,6 +103,13 @@ int run_eval(const EvalArgs& args) {
   const RunManifest manifest = RunManifest::read(checkpoint);
   if (args.episodes < 1 || args.episodes > 1000000)
     throw UsageError("--episodes " + std::to_string(args.episodes) + ": must be in [1, 1000000]");
+  for (double bps : args.cost_bps) {
+    if (!std::isfinite(bps) || bps < 0 || bps > 1e4) {
+      std::ostringstream value;
+      value << bps;
+      throw UsageError("--cost-bps " + value.str() + ": each cost must be in [0, 10000] basis points");
+    }
+  }
   if (manifest.config.env != EnvKind::market) return run_episode_eval(args, checkpoint, manifest);
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
@@ -118,6 +131,7 @@ int run_eval(const EvalArgs& args) {
   const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data,
                                       split, spec.market_env, config.seed + 1);
   std::cout << market.data.describe() << "\n" << report.table();
+  if (!args.cost_bps.empty()) std::cout << "\n" << cost_sensitivity_table(report, args.cost_bps);
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
   prepare_output_directory(out, args.out_dir.empty() ? "--run" : "--out");
   // One name per split, checkpoint and data file: evaluations of other
@@ -125,8 +139,10 @@ int run_eval(const EvalArgs& args) {
   // evaluation.json).
   const std::string name = output_stem(args.split, manifest.epoch, args.data);
   write_file_atomically(out + "/evaluation_" + name + ".json", report.json() + "\n");
+  write_file_atomically(out + "/evaluation_" + name + "_backtest.csv", report.backtest_csv());
   write_file_atomically(out + "/equity_" + name + ".svg", report.svg());
-  std::cout << "wrote " << out << "/evaluation_" << name << ".json and equity_" << name << ".svg\n";
+  std::cout << "wrote " << out << "/evaluation_" << name << ".json, evaluation_" << name << "_backtest.csv and equity_"
+            << name << ".svg\n";
   return 0;
 }
 
@@ -145,6 +161,10 @@ Command add_eval_command(CLI::App& app) {
                   "Where evaluation_<split>_epoch-<N>[_<data>].json and equity_....svg go (default: --run)");
   cmd->add_flag("--allow-implausible-bars", args->allow_implausible_bars,
                 "Accept --data bars that move more than 10x within a bar or from the last close");
+  cmd->add_option("--cost-bps", args->cost_bps,
+                  "Market runs: also print a cost-sensitivity table, the policy's positions priced at each of these "
+                  "costs (basis points per unit of position change, e.g. 0,5,10,20)")
+      ->delimiter(',');
   cmd->add_option("--episodes", args->episodes,
                   "CartPole runs: greedy episodes to play, one per env (evaluation_episodes_epoch-<N>.json)")
       ->capture_default_str();

@@ -67,6 +67,10 @@ class ConfigTable {
     double max;
     std::vector<std::string> choices;
     const char* help;
+    /// Left out of to_json() while at its default: keys added after runs
+    /// were saved keep those runs' config hash (checkpoint metadata), and an
+    /// old run resumed or evaluated reads them as their defaults.
+    bool omit_at_default = false;
   };
 
   /// `help_hint` is how a user lists the keys, quoted in the message for an
@@ -98,7 +102,12 @@ class ConfigTable {
   /// Every key of `config` as one JSON object (indented).
   std::string to_json(const Config& config) const {
     config_detail::Json out = config_detail::Json::object();
-    for (const auto& f : fields_) out[f.key] = value_of(config, f);
+    const Config defaults{};
+    for (const auto& f : fields_) {
+      config_detail::Json value = value_of(config, f);
+      if (f.omit_at_default && value == value_of(defaults, f)) continue;
+      out[f.key] = std::move(value);
+    }
     return out.dump(2);
   }
 

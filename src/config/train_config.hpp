@@ -28,6 +28,8 @@ struct TrainConfig {
   std::string test_start;               ///< market: first timestamp of the test split; empty: after validation
   bool skip_bad_rows = false;           ///< market CSV: skip and count invalid rows instead of failing
   bool allow_implausible_bars = false;  ///< market CSV: accept bars moving more than 10x (kMaxBarMove)
+  std::string start_date;               ///< market: first timestamp used (ISO date); empty: the first bar
+  double bars_per_year = 0;             ///< market: Sharpe annualisation; 0: measured from the timestamps
 
   // --- network and optimiser --------------------------------------------------
   std::vector<std::int64_t> hidden = {128, 128};

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace foxrl {
 namespace {
@@ -42,47 +44,100 @@ std::string number(double v) {
   return s.str();
 }
 
+/// Y ticks in axis units: 5 evenly spaced on a linear axis; on a log axis
+/// (log10 units) the round values 1, 2, 3, 5 x 10^k inside the range, or
+/// powers of 10 (every n-th) when those are too many, or 5 evenly spaced
+/// when the range holds fewer than 3 round values.
+std::vector<double> y_ticks(double lo, double hi, bool log_axis) {
+  std::vector<double> even;
+  for (int i = 0; i <= 4; ++i) even.push_back(lo + (hi - lo) * i / 4);
+  if (!log_axis) return even;
+  const double eps = 1e-9 * std::max(1.0, hi - lo);
+  const auto first_decade = static_cast<int>(std::floor(lo)), last_decade = static_cast<int>(std::ceil(hi));
+  std::vector<double> round;
+  for (int k = first_decade; k <= last_decade; ++k) {
+    for (const double m : {1.0, 2.0, 3.0, 5.0}) {
+      const double y = k + std::log10(m);
+      if (y >= lo - eps && y <= hi + eps) round.push_back(y);
+    }
+  }
+  if (round.size() > 8) {
+    round.clear();
+    const int step = std::max(1, (last_decade - first_decade) / 6);
+    for (int k = first_decade; k <= last_decade; ++k) {
+      if ((k - first_decade) % step == 0 && k >= lo - eps && k <= hi + eps) round.push_back(k);
+    }
+  }
+  return round.size() >= 3 ? round : even;
+}
+
 }  // namespace
 
 std::string render_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
-                              const std::vector<ChartSeries>& series) {
+                              const std::vector<ChartSeries>& series, const ChartOptions& options) {
+  // On a log axis the chart works in log10(value); a value it cannot place
+  // (non-finite, or <= 0 on a log axis) lifts the pen.
+  const auto axis = [&](double v) {
+    if (options.log_y) return v > 0 ? std::log10(v) : std::numeric_limits<double>::quiet_NaN();
+    return v;
+  };
   double y_min = std::numeric_limits<double>::infinity();
   double y_max = -y_min;
   std::size_t x_count = 1;
   for (const auto& s : series) {
     x_count = std::max(x_count, s.values.size());
     for (double v : s.values) {
-      if (std::isfinite(v)) {
-        y_min = std::min(y_min, v);
-        y_max = std::max(y_max, v);
+      const double a = axis(v);
+      if (std::isfinite(a)) {
+        y_min = std::min(y_min, a);
+        y_max = std::max(y_max, a);
       }
     }
   }
   if (!std::isfinite(y_min)) y_min = 0, y_max = 1;
   if (y_max - y_min < 1e-12) y_min -= 0.5, y_max += 0.5;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  // Y tick labels first: the left margin makes room for the longest (about
+  // 7 pixels a character) beside the axis title.
+  std::vector<std::pair<double, std::string>> y_labels;
+  std::size_t longest_tick = 0;
+  for (const double y : y_ticks(y_min, y_max, options.log_y)) {
+    y_labels.emplace_back(y, number(options.log_y ? std::pow(10.0, y) : y));
+    longest_tick = std::max(longest_tick, y_labels.back().second.size());
+  }
+  const double left = std::max(kLeft, 34.0 + 7.0 * static_cast<double>(longest_tick));
+  // The legend's column widens the canvas for long names (about 7 pixels a
+  // character at 12 px) instead of letting them run off its edge.
+  std::size_t longest = 0;
+  for (const auto& s : series) longest = std::max(longest, s.name.size());
+  const double width = left + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest));
   const double x_span = x_count > 1 ? static_cast<double>(x_count - 1) : 1.0;
-  auto px = [&](double x) { return kLeft + x / x_span * plot_w; };
+  auto px = [&](double x) { return left + x / x_span * plot_w; };
   auto py = [&](double y) { return kTop + (y_max - y) / (y_max - y_min) * plot_h; };
 
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kHeight
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
+      << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
       << "</text>\n";
-  for (int i = 0; i <= 4; ++i) {
-    const double y = y_min + (y_max - y_min) * i / 4;
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)
-        << "\" stroke=\"#ddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
-        << number(y) << "</text>\n";
-    const double x = x_span * i / 4;
-    svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\"middle\">"
-        << number(std::round(x)) << "</text>\n";
+  for (const auto& [y, label] : y_labels) {
+    svg << "<line x1=\"" << left << "\" x2=\"" << left + plot_w << "\" y1=\"" << py(y) << "\" y2=\"" << py(y)
+        << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
+        << label << "</text>\n";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+  for (int i = 0; i <= 4; ++i) {
+    // Ticks at whole data positions, labelled with that position's text.
+    const auto x = static_cast<std::size_t>(std::llround(x_span * i / 4));
+    if (i > 0 && x == static_cast<std::size_t>(std::llround(x_span * (i - 1) / 4))) continue;
+    const std::string label = x < options.x_labels.size() ? options.x_labels[x] : number(static_cast<double>(x));
+    const char* anchor = i == 0 ? "start" : (i == 4 ? "end" : "middle");  // the end labels stay on the canvas
+    svg << "<text x=\"" << px(static_cast<double>(x)) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\""
+        << anchor << "\">" << escape(label) << "</text>\n";
+  }
+  svg << "<rect x=\"" << left << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
       << "\" fill=\"none\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 10 << "\" text-anchor=\"middle\">"
+      << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << kHeight - 10 << "\" text-anchor=\"middle\">"
       << escape(x_label) << "</text>\n"
       << "<text transform=\"translate(16," << kTop + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
       << escape(y_label) << "</text>\n";
@@ -93,8 +148,9 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
     const std::size_t stride = std::max<std::size_t>(1, n / static_cast<std::size_t>(2 * plot_w));
     svg << "<path fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" d=\"";
     bool pen_down = false;
-    for (std::size_t i = 0; i < n; i += stride) {
-      const double v = series[k].values[i];
+    for (std::size_t i = 0; i < n; i = (i + stride < n || i + 1 == n) ? i + stride : n - 1) {
+      // (thinned, the last point is still drawn: the curve ends where the data ends)
+      const double v = axis(series[k].values[i]);
       if (!std::isfinite(v)) {
         pen_down = false;
         continue;
@@ -104,9 +160,9 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
     }
     svg << "\"/>\n";
     const double ly = kTop + 14 + 18 * static_cast<double>(k);
-    svg << "<line x1=\"" << kLeft + plot_w + 12 << "\" x2=\"" << kLeft + plot_w + 36 << "\" y1=\"" << ly - 4
-        << "\" y2=\"" << ly - 4 << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/>\n<text x=\""
-        << kLeft + plot_w + 42 << "\" y=\"" << ly << "\">" << escape(series[k].name) << "</text>\n";
+    svg << "<line x1=\"" << left + plot_w + 12 << "\" x2=\"" << left + plot_w + 36 << "\" y1=\"" << ly - 4 << "\" y2=\""
+        << ly - 4 << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 42
+        << "\" y=\"" << ly << "\">" << escape(series[k].name) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

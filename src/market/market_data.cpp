@@ -28,16 +28,46 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
+// Fields of one CSV line (RFC 4180 quoting within the line): a field that
+// starts with '"' runs to the closing quote, "" inside it is one '"', and
+// commas inside it are data. Unquoted fields and the text of quoted ones are
+// trimmed. Returns false, with the 1-based column in `bad_column`, when a
+// quoted field is not closed or text follows its closing quote.
+bool split_fields(const std::string& line, std::vector<std::string>& fields, std::size_t& bad_column) {
+  fields.clear();
+  std::size_t pos = 0;
   for (;;) {
-    const std::size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+    while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+    std::string field;
+    if (pos < line.size() && line[pos] == '"') {
+      bool closed = false;
+      for (++pos; pos < line.size(); ++pos) {
+        if (line[pos] != '"') {
+          field += line[pos];
+        } else if (pos + 1 < line.size() && line[pos + 1] == '"') {
+          field += '"';
+          ++pos;
+        } else {
+          closed = true;
+          ++pos;
+          break;
+        }
+      }
+      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+      if (!closed || (pos < line.size() && line[pos] != ',')) {
+        bad_column = fields.size() + 1;
+        return false;
+      }
+      fields.push_back(trim(field));
+    } else {
+      const std::size_t comma = line.find(',', pos);
+      fields.push_back(trim(line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+      pos = comma == std::string::npos ? line.size() : comma;
+    }
+    if (pos >= line.size()) break;
+    ++pos;  // the comma
   }
-  return fields;
+  return true;
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
@@ -63,12 +93,23 @@ bool digits(const std::string& s, std::size_t pos, std::size_t n, int& value) {
   return true;
 }
 
+bool all_digits(const std::string& s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
 // Returns false (and leaves `out` alone) when `text` is not a timestamp.
+// Unix times: up to 12 digits are seconds, 13 digits milliseconds (the
+// exchanges' and crypto APIs' form; 13 digits of seconds would lie beyond
+// the year 33000). ISO-8601: fractional seconds are cut to the second
+// (series hold whole seconds), and an offset +HH:MM / -HH:MM (or +HHMM)
+// gives local time, converted to UTC.
 bool try_parse_timestamp(const std::string& text, std::int64_t& out) {
   if (text.empty()) return false;
-  if (std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-    if (text.size() > 12) return false;  // beyond year 33000: not unix seconds
-    out = std::stoll(text);
+  if (all_digits(text)) {
+    if (text.size() > 13) return false;
+    const std::int64_t value = std::stoll(text);
+    out = text.size() == 13 ? value / 1000 : value;
     return true;
   }
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
@@ -77,25 +118,46 @@ bool try_parse_timestamp(const std::string& text, std::int64_t& out) {
     return false;
   }
   std::size_t pos = 10;
+  bool have_time = false;
   if (pos < text.size() && (text[pos] == 'T' || text[pos] == ' ')) {
     if (!digits(text, pos + 1, 2, hour) || pos + 3 >= text.size() || text[pos + 3] != ':' ||
         !digits(text, pos + 4, 2, minute)) {
       return false;
     }
+    have_time = true;
     pos += 6;
     if (pos < text.size() && text[pos] == ':') {
       if (!digits(text, pos + 1, 2, second)) return false;
       pos += 3;
+      if (pos < text.size() && (text[pos] == '.' || text[pos] == ',')) {
+        std::size_t end = pos + 1;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+        if (end == pos + 1 || end - pos - 1 > 9) return false;  // at most nanoseconds
+        pos = end;
+      }
     }
   }
-  if (pos < text.size() && text[pos] == 'Z') ++pos;
+  std::int64_t offset_seconds = 0;
+  if (pos < text.size() && text[pos] == 'Z') {
+    ++pos;
+  } else if (have_time && pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int off_hour = 0, off_minute = 0;
+    const int sign = text[pos] == '+' ? 1 : -1;
+    if (!digits(text, pos + 1, 2, off_hour)) return false;
+    pos += 3;
+    if (pos < text.size() && text[pos] == ':') ++pos;
+    if (!digits(text, pos, 2, off_minute)) return false;
+    pos += 2;
+    if (off_hour > 23 || off_minute > 59) return false;
+    offset_seconds = sign * (off_hour * 3600 + off_minute * 60);
+  }
   if (pos != text.size()) return false;
   static const int month_days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (month < 1 || month > 12) return false;
   const int max_day = month_days[month - 1] + (month == 2 && is_leap(year) ? 1 : 0);
   if (day < 1 || day > max_day || hour > 23 || minute > 59 || second > 59) return false;
   out = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600 +
-        minute * 60 + second;
+        minute * 60 + second - offset_seconds;
   return true;
 }
 
@@ -127,6 +189,9 @@ struct Columns {
 /// User data in a message: at most ~200 characters, non-printables escaped.
 std::string quote(const std::string& s) { return quote_excerpt(s); }
 
+/// The ISO-8601 forms the loader reads, as messages name them.
+const char* const kTimestampForms = "YYYY-MM-DD[( |T)HH:MM[:SS[.fff]]][Z|+HH:MM|-HH:MM]";
+
 /// A number as the plausibility messages print it (9 significant digits).
 std::string format_ratio(double x) {
   char buf[32];
@@ -145,8 +210,8 @@ struct RowError {
 std::int64_t parse_timestamp(const std::string& text) {
   std::int64_t value = 0;
   if (!try_parse_timestamp(trim(text), value)) {
-    throw UsageError("timestamp " + quote(text) +
-                     " is neither ISO-8601 (YYYY-MM-DD[( |T)HH:MM[:SS]][Z]) nor unix seconds");
+    throw UsageError("timestamp " + quote(text) + " is neither ISO-8601 (" + kTimestampForms +
+                     ") nor unix seconds or milliseconds");
   }
   return value;
 }
@@ -205,8 +270,16 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
 
+    std::vector<std::string> f;
+    std::size_t bad_column = 0;
+    const bool split_ok = split_fields(line, f, bad_column);
+    const std::string quote_problem = "column " + std::to_string(bad_column) +
+                                      ": a quoted field is not closed, or text follows its closing quote, in " +
+                                      quote(line);
+
     if (!have_header) {
-      names = split_fields(line);
+      if (!split_ok) throw UsageError(where + ": header " + quote_problem);
+      names = f;
       for (int i = 0; i < static_cast<int>(names.size()); ++i) {
         const std::string n = lower(names[static_cast<std::size_t>(i)]);
         int* slot = nullptr;
@@ -245,7 +318,6 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     }
 
     ++rep.data_lines;
-    const std::vector<std::string> f = split_fields(line);
     RowError err;
     auto fail = [&](const std::string& reason, const std::string& message) {
       err = RowError{reason, where + ": " + message};
@@ -257,13 +329,16 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     std::int64_t t = 0;
     double v[5] = {0, 0, 0, 0, 0};  // open, high, low, close, volume
     const int idx[5] = {col.open, col.high, col.low, col.close, col.volume};
-    if (f.size() != names.size()) {
+    if (!split_ok) {
+      fail("bad_quote", quote_problem);
+    } else if (f.size() != names.size()) {
       fail("field_count", "expected " + std::to_string(names.size()) + " fields as in the header, found " +
                               std::to_string(f.size()) + " in " + quote(line) +
                               (last_line ? " (truncated last line?)" : ""));
     } else if (!try_parse_timestamp(f[static_cast<std::size_t>(col.timestamp)], t)) {
       fail("bad_timestamp", field_desc(col.timestamp) + ": value " + quote(f[static_cast<std::size_t>(col.timestamp)]) +
-                                " is not a timestamp (ISO-8601 or unix seconds)");
+                                " is not a timestamp (ISO-8601 " + kTimestampForms +
+                                " or unix seconds or milliseconds)");
     } else {
       for (int k = 0; k < 5 && err.reason.empty(); ++k) {
         const std::string& s = f[static_cast<std::size_t>(idx[k])];
@@ -322,7 +397,10 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
                                      " by a factor of more than " + format_ratio(kMaxBarMove) + implausible);
     }
     if (err.reason.empty() && !series.timestamp.empty() && t <= last_time) {
-      fail("non_increasing_timestamp", field_desc(col.timestamp) + ": timestamp " + fs(col.timestamp) +
+      // Offsets and fractions hide the UTC time the rows are compared in.
+      const std::string utc = format_timestamp(t);
+      const std::string shown = f[static_cast<std::size_t>(col.timestamp)] == utc ? "" : " (" + utc + ")";
+      fail("non_increasing_timestamp", field_desc(col.timestamp) + ": timestamp " + fs(col.timestamp) + shown +
                                            (t == last_time ? " duplicates" : " is earlier than") +
                                            " the previous row's (" + format_timestamp(last_time) +
                                            "); rows must be strictly increasing in time");

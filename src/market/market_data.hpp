@@ -6,10 +6,13 @@
 // CSV format: a header row, then one bar per line. Columns are found by name
 // (case-insensitive, any order, surrounding spaces ignored, extra columns
 // ignored): timestamp (or date/datetime/time), open, high, low, close,
-// volume. Timestamps are ISO-8601 UTC (YYYY-MM-DD, YYYY-MM-DD HH:MM or
-// YYYY-MM-DD HH:MM:SS, with ' ' or 'T' between date and time, optional
-// trailing 'Z') or unix seconds (an integer). Blank lines are ignored, and
-// so is a UTF-8 byte-order mark at the start of the file.
+// volume. Fields may be quoted ("..." with "" for a quote; commas inside are
+// data). Timestamps are ISO-8601 (YYYY-MM-DD, YYYY-MM-DD HH:MM or
+// YYYY-MM-DD HH:MM:SS[.fff], with ' ' or 'T' between date and time, then
+// 'Z', an offset +HH:MM / -HH:MM converted to UTC, or nothing for UTC),
+// unix seconds (an integer of up to 12 digits) or unix milliseconds (13
+// digits). Series hold whole seconds: fractions are cut. Blank lines are
+// ignored, and so is a UTF-8 byte-order mark at the start of the file.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +56,7 @@ struct LoadReport {
   std::size_t data_lines = 0;  ///< non-blank lines after the header
   std::size_t rows_loaded = 0;
   /// reason -> count of skipped rows (skip_bad_rows only). Reasons:
-  /// field_count, bad_timestamp, non_numeric, non_finite, non_positive_price,
+  /// bad_quote, field_count, bad_timestamp, non_numeric, non_finite, non_positive_price,
   /// negative_volume, high_below_low, high_below_open_close,
   /// low_above_open_close, implausible_range, implausible_return,
   /// non_increasing_timestamp.
@@ -67,8 +70,9 @@ struct LoadReport {
 /// line, column and value of the first problem (unless skipping).
 MarketSeries load_market_csv(const std::string& path, const LoadOptions& options = {}, LoadReport* report = nullptr);
 
-/// Parses one timestamp as the loader does; throws UsageError (message names
-/// the value) when it is neither ISO-8601 nor unix seconds.
+/// Parses one timestamp as the loader does (unix seconds, UTC); throws
+/// UsageError (message names the value) when it is neither ISO-8601 nor unix
+/// seconds or milliseconds.
 std::int64_t parse_timestamp(const std::string& text);
 
 /// Formats unix seconds as YYYY-MM-DDTHH:MM:SSZ.

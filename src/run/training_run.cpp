@@ -27,7 +27,8 @@ namespace {
 const RunFiles& run_files() {
   static const RunFiles files{
       {"checkpoint.json", "checkpoint.safetensors", "trainer_state.safetensors", "metrics.jsonl", "train.log",
-       "config.json", "evaluation.json", "equity.svg", "learning_curve_return.svg", "learning_curve_loss.svg"},
+       "config.json", "evaluation.json", "evaluation_backtest.csv", "equity.svg", "learning_curve_return.svg",
+       "learning_curve_loss.svg"},
       5,
       "foxrl train --resume"};
   return files;
@@ -65,14 +66,16 @@ std::vector<EpochRecord> read_metrics(const std::string& path) {
 
 void write_learning_curves(const std::string& path, const std::vector<EpochRecord>& epochs) {
   ChartSeries returns{"mean return (last 100 episodes)", {}}, loss{"loss", {}};
+  ChartOptions options;  // x ticks: the epochs as the log numbers them
   for (const auto& e : epochs) {
     returns.values.push_back(e.mean_return_last_100);
     loss.values.push_back(e.loss);
+    options.x_labels.push_back(std::to_string(e.epoch));
   }
   write_file_atomically(path + "/learning_curve_return.svg",
-                        render_line_chart("Episode return per epoch", "epoch", "return", {returns}));
+                        render_line_chart("Episode return per epoch", "epoch", "return", {returns}, options));
   write_file_atomically(path + "/learning_curve_loss.svg",
-                        render_line_chart("Loss per epoch", "epoch", "loss", {loss}));
+                        render_line_chart("Loss per epoch", "epoch", "loss", {loss}, options));
 }
 
 /// The epochs of metrics.jsonl up to `last_epoch`, for a legacy checkpoint
@@ -298,12 +301,13 @@ TrainingSummary TrainingRun::run() {
                         market->data.splits.test, trainer.spec().market_env, config.seed + 1);
     say(summary.evaluation->table());
     write_file_atomically(config.out_dir + "/evaluation.json", summary.evaluation->json() + "\n");
+    write_file_atomically(config.out_dir + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
     write_file_atomically(config.out_dir + "/equity.svg", summary.evaluation->svg());
   }
   say("outputs in " + config.out_dir +
       ": train.log, metrics.jsonl, checkpoints/epoch-N/ (checkpoint.safetensors + checkpoint.json + "
       "trainer_state.safetensors), learning curves" +
-      std::string(trainer.market() ? ", evaluation.json, equity.svg" : ""));
+      std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : ""));
   return summary;
 }
 

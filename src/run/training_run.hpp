@@ -24,7 +24,10 @@
 // rank 0 alone writing the run directory (lock, logs, metrics, config,
 // charts, evaluation, checkpoints but for the other ranks' trainer states)
 // and reporting to observers. Every rank takes the same decisions (epoch
-// records are reduced over the ranks), so all stop together.
+// records are reduced over the ranks), so all stop together. A program
+// that runs it under mpirun must end every rank when one throws
+// (dist::abort_if_distributed, as foxrl's main does): the others would
+// wait for it in their next all-reduce.
 
 #include "agents/dqn/dqn_trainer.hpp"
 #include "config/train_config.hpp"

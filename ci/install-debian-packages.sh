@@ -15,6 +15,7 @@ packages=(
   strace  # ci/crash-campaign.sh (kills at chosen system calls)
   python3  # perf/regress.py (the smoke run, its CTest checks) and perf/floors.py
   clang-14 libclang-rt-14-dev  # ci/run-fuzzers.sh: libFuzzer, ASan and UBSan runtimes
+  libopenmpi-dev openmpi-bin  # data-parallel training (src/dist) and its mpirun tests (tests/mpi)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
 #include "core/kernel_check.hpp"
+#include "dist/communicator.hpp"
 #include "envs/rollout.hpp"
 #include "market/market_data.hpp"
 
@@ -25,7 +26,15 @@ void report(const std::exception& e, const char* kind = "") {
   std::string what = e.what();
   const std::string prefix = "foxrl: ";
   if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
-  std::cerr << prefix << kind << what << "\n";
+  std::cerr << prefix << foxrl::dist::rank_label() << kind << what << "\n";
+}
+
+/// The exit code of a failure; a rank of a data-parallel run ends every
+/// rank instead (the others would wait for it in their next all-reduce).
+int failed(int rc) {
+  std::cerr.flush();
+  foxrl::dist::abort_if_distributed(rc);
+  return rc;
 }
 
 }  // namespace
@@ -104,14 +113,14 @@ int main(int argc, char** argv) {
     }
   } catch (const foxrl::UsageError& e) {
     report(e);
-    return 2;
+    return failed(2);
   } catch (const foxrl::LogicError& e) {
     // A bug in foxrl itself, not the user's input.
     report(e, "internal error: ");
-    return 1;
+    return failed(1);
   } catch (const std::exception& e) {
     report(e);
-    return 1;
+    return failed(1);
   }
   return 0;
 }

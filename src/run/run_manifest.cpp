@@ -41,6 +41,7 @@ void RunManifest::write(const std::string& dir) const {
   j["run_id"] = identity.run_id;
   j["config_hash"] = identity.config_hash;
   j["log_bytes"] = log_bytes;
+  if (ranks != 1) j["ranks"] = ranks;  // one-rank manifests stay as they were
   if (has_normalizer) {
     j["normalizer"] = {{"count", normalizer.count}, {"mean", normalizer.mean}, {"m2", normalizer.m2}};
   }
@@ -93,6 +94,12 @@ RunManifest RunManifest::read(const std::string& dir) {
       if (m.identity.config_hash != RunIdentity::config_hash_of(m.config))
         throw UsageError(path + ": field 'config_hash' does not match its field 'config'");
     }
+    if (j.contains("ranks")) {
+      const Json& r = j.at("ranks");
+      if (!r.is_number_integer() || r.get<std::int64_t>() < 1 || r.get<std::int64_t>() > (1 << 24))
+        throw UsageError(path + ": field 'ranks' is " + r.dump().substr(0, 40) + ", expected an integer >= 1");
+      m.ranks = r.get<int>();
+    }
     if (j.contains("normalizer")) {
       const auto& n = j.at("normalizer");
       m.has_normalizer = true;
@@ -104,6 +111,15 @@ RunManifest RunManifest::read(const std::string& dir) {
     throw UsageError(path + ": malformed counters or normalizer: " + e.what());
   }
   return m;
+}
+
+void RunManifest::check_ranks(int ranks_now, const std::string& where) const {
+  if (ranks == ranks_now) return;
+  throw UsageError(
+      where + ": the checkpoint was written by a run of " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+      ", this run has " + std::to_string(ranks_now) +
+      "; each rank's replay, envs and exploration are part of the checkpoint, so resume with " + std::to_string(ranks) +
+      (ranks == 1 ? " rank (no mpirun, or mpirun -np 1)" : " ranks (mpirun -np " + std::to_string(ranks) + ")"));
 }
 
 RunManifest RunManifest::read_newest(const std::string& run_dir) {

@@ -33,6 +33,9 @@ struct RunManifest {
   std::int64_t updates = 0;
   bool has_normalizer = false;
   NormalizerState normalizer;
+  /// Ranks of the data-parallel run that wrote it (field "ranks", written
+  /// only when more than 1; a resume needs the same count).
+  int ranks = 1;
 
   /// Writes `dir`/checkpoint.json atomically.
   void write(const std::string& dir) const;
@@ -42,6 +45,9 @@ struct RunManifest {
   /// The manifest of the newest generation of the run directory `run_dir`
   /// that reads (run/checkpoint_store.hpp); UsageError if none does.
   static RunManifest read_newest(const std::string& run_dir);
+  /// UsageError starting with `where` (the manifest's path, or the run)
+  /// unless `ranks_now` is the rank count the checkpoint was written with.
+  void check_ranks(int ranks_now, const std::string& where) const;
 };
 
 }  // namespace foxrl

@@ -128,7 +128,7 @@ struct TrainingRun::Files {
 };
 
 TrainingRun::TrainingRun(TrainConfig config, bool resume, bool overwrite)
-    : config_(std::move(config)), resume_(resume), overwrite_(overwrite) {
+    : config_(std::move(config)), resume_(resume), overwrite_(overwrite), comm_(dist::world()) {
   if (resume_ && overwrite_) throw UsageError("a run either resumes its directory or overwrites it, not both");
 }
 
@@ -142,6 +142,7 @@ DqnTrainer<TrainingRun::ExecSpace>& TrainingRun::trainer() {
 }
 
 void TrainingRun::say(const std::string& line) {
+  if (comm_->rank() != 0) return;  // rank 0 speaks for the run
   for (auto* o : observers_) o->on_log(line);
   if (files_->open) {
     files_->log << line << std::endl;
@@ -152,7 +153,7 @@ void TrainingRun::say(const std::string& line) {
 
 std::unique_ptr<DqnTrainer<TrainingRun::ExecSpace>> TrainingRun::make_trainer() const {
   try {
-    return std::make_unique<DqnTrainer<ExecSpace>>(config_);
+    return std::make_unique<DqnTrainer<ExecSpace>>(config_, comm_);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // allocation failures (Kokkos throws std::runtime_error or bad_alloc)
@@ -165,24 +166,38 @@ RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) 
   std::string problems;
   for (std::size_t i = 0; i < generations.size(); ++i) {
     const auto& g = generations[i];
+    RunManifest manifest;
+    std::string failure;
     try {
       if (!trainer_) trainer_ = make_trainer();
-      RunManifest manifest = trainer_->resume(g.path);
+      manifest = trainer_->resume(g.path);
+    } catch (const LogicError&) {
+      throw;
+    } catch (const UsageError& e) {
+      failure = e.what();
+    }
+    if (comm_->size() > 1) {
+      // Every rank resumes from the same generation: one that fails on any
+      // rank (its trainer state shard damaged, say) fails on all.
+      double failed = failure.empty() ? 0.0 : 1.0;
+      comm_->sum(&failed, 1);
+      if (failed > 0 && failure.empty()) failure = "another rank could not load its part of it";
+    }
+    if (failure.empty()) {
       // Newer generations that failed are set aside, never read again (the
       // resumed run writes its own generations of those epochs).
-      for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);
+      if (comm_->rank() == 0) {
+        for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);
+      }
       if (i > 0) {
         say("warning: resumed from the older checkpoint " + g.path + "; set aside as damaged: " + problems);
       }
       return manifest;
-    } catch (const LogicError&) {
-      throw;
-    } catch (const UsageError& e) {
-      // A damaged, incomplete or foreign generation: try the next older one
-      // with a fresh trainer (a failed load leaves the trainer unspecified).
-      problems += std::string(problems.empty() ? "" : "; ") + g.path + " (" + e.what() + ")";
-      trainer_.reset();
     }
+    // A damaged, incomplete or foreign generation: try the next older one
+    // with a fresh trainer (a failed load leaves the trainer unspecified).
+    problems += std::string(problems.empty() ? "" : "; ") + g.path + " (" + failure + ")";
+    trainer_.reset();
   }
   throw UsageError("--resume: no usable checkpoint in " + config_.out_dir + ": " + problems);
 }
@@ -197,8 +212,10 @@ EpochRecord TrainingRun::run_one_epoch(std::int64_t checkpointed) {
     // an allocation failure: the device state is not to be trusted, so no
     // checkpoint is written from it; the logs are flushed and the last
     // checkpoint stays as it was.
-    files_->log.flush();
-    files_->metrics.flush();
+    if (files_) {
+      files_->log.flush();
+      files_->metrics.flush();
+    }
     const std::string kernel = KernelCheck::last_kernel();
     throw Error(
         "epoch " + std::to_string(trainer_->epoch() + 1) + " failed: " + one_line_message(e.what()) +
@@ -216,6 +233,9 @@ TrainingSummary TrainingRun::run() {
   const TrainConfig& config = config_;
   namespace fs = std::filesystem;
   std::error_code ec;
+  // Rank 0 writes the run directory; the other ranks only add their
+  // trainer states to each checkpoint.
+  const bool writer = comm_->rank() == 0;
   if (resume_) {
     // Nothing on disk changes before the checkpoint has loaded: a failed
     // resume leaves the run as it was.
@@ -223,21 +243,25 @@ TrainingSummary TrainingRun::run() {
       throw UsageError("--resume: out_dir '" + config.out_dir + "' is not a directory");
     const RunManifest saved = RunManifest::read_newest(config.out_dir);
     check_resume_compatible(saved.config, config, config.out_dir + "/checkpoints");
-  } else {
+    saved.check_ranks(comm_->size(), "--resume: the run in '" + config.out_dir + "'");
+  } else if (writer) {
     prepare_output_directory(config.out_dir, "out_dir");  // created, and writable
   }
-  files_ = std::make_unique<Files>(config.out_dir);
+  if (writer) files_ = std::make_unique<Files>(config.out_dir);
   const CheckpointStore store(config.out_dir);
-  if (!resume_) prepare_fresh_run_directory(config.out_dir, overwrite_, run_files());
+  if (!resume_ && writer) prepare_fresh_run_directory(config.out_dir, overwrite_, run_files());
   TrainingSummary summary;
 
   if (!resume_) trainer_ = make_trainer();
   say("foxrl " FOXRL_VERSION " train: " + std::string(env_kind_name(config.env)) + " on " + ExecSpace::name() + ", " +
-      std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed));
+      std::to_string(config.num_envs) + " envs, seed " + std::to_string(config.seed) +
+      (comm_->size() > 1 ? ", " + std::to_string(comm_->size()) + " ranks (" + comm_->transport() + ")" : ""));
   if (resume_) {
     const RunManifest resumed = resume_newest_generation(store);
     const std::string log_path = config.out_dir + "/train.log", metrics_path = config.out_dir + "/metrics.jsonl";
-    if (resumed.log_bytes.empty()) {  // legacy checkpoint: cut metrics by epoch
+    if (!writer) {
+      // Only rank 0 touches the logs.
+    } else if (resumed.log_bytes.empty()) {  // legacy checkpoint: cut metrics by epoch
       summary.epochs = keep_metrics_until(metrics_path, resumed.epoch);
     } else {
       const auto bytes = [&](const char* name) {
@@ -253,29 +277,42 @@ TrainingSummary TrainingRun::run() {
   if (trainer.market()) say(trainer.market()->data.describe());
   if (resume_) {
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
-        std::to_string(trainer.global_step()) + " env steps, " + std::to_string(trainer.updates()) + " updates) in " +
-        config.out_dir);
+        std::to_string(trainer.global_step()) + (comm_->size() > 1 ? " env steps per rank, " : " env steps, ") +
+        std::to_string(trainer.updates()) + " updates) in " + config.out_dir);
   }
-  store.remove_stale_temporaries();
-  files_->log.open(config.out_dir + "/train.log", std::ios::app);
-  files_->metrics.open(config.out_dir + "/metrics.jsonl", std::ios::app);
-  if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config.out_dir + "': cannot write its logs");
-  files_->open = true;
-  for (const auto& line : files_->pending) files_->log << line << "\n";
-  files_->log.flush();
-  files_->pending.clear();
-  write_file_atomically(config.out_dir + "/config.json", config.to_json() + "\n");
+  if (writer) {
+    store.remove_stale_temporaries();
+    files_->log.open(config.out_dir + "/train.log", std::ios::app);
+    files_->metrics.open(config.out_dir + "/metrics.jsonl", std::ios::app);
+    if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config.out_dir + "': cannot write its logs");
+    files_->open = true;
+    for (const auto& line : files_->pending) files_->log << line << "\n";
+    files_->log.flush();
+    files_->pending.clear();
+    write_file_atomically(config.out_dir + "/config.json", config.to_json() + "\n");
+  }
 
   std::int64_t checkpointed = trainer.epoch();
   for (std::int64_t e = trainer.epoch(); e < config.epochs; ++e) {
     const auto record = run_one_epoch(checkpointed);
     summary.epochs.push_back(record);
     say(format_epoch_log(record));
-    files_->metrics << epoch_json(record) << std::endl;
-    for (auto* o : observers_) o->on_epoch(record);
+    if (writer) {
+      files_->metrics << epoch_json(record) << std::endl;
+      for (auto* o : observers_) o->on_epoch(record);
+    }
     summary.solved =
         config.target_return > 0 && record.episodes >= 100 && record.mean_return_last_100 >= config.target_return;
-    if (record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || summary.solved) {
+    const bool checkpoint = record.epoch % config.checkpoint_every == 0 || e + 1 == config.epochs || summary.solved;
+    if (checkpoint && !writer) {
+      // Rank 0 names the generation being written; this rank adds its
+      // trainer state to it before rank 0 publishes it.
+      std::string dir;
+      comm_->broadcast(dir, 0);
+      trainer.save_checkpoint(dir);
+      comm_->barrier();
+      checkpointed = record.epoch;
+    } else if (checkpoint) {
       // The logs' lengths go into the checkpoint: a resume cuts them back.
       files_->log.flush();
       files_->metrics.flush();
@@ -283,7 +320,13 @@ TrainingSummary TrainingRun::run() {
           {"train.log", file_bytes(config.out_dir + "/train.log")},
           {"metrics.jsonl", file_bytes(config.out_dir + "/metrics.jsonl")}};
       store.publish(
-          record.epoch, [&](const std::string& dir) { trainer.save_checkpoint(dir, log_bytes); },
+          record.epoch,
+          [&](const std::string& dir) {
+            std::string shared = dir;
+            comm_->broadcast(shared, 0);
+            trainer.save_checkpoint(dir, log_bytes);
+            comm_->barrier();  // every rank's trainer state is in `dir` before it is published
+          },
           static_cast<int>(config.keep_checkpoints));
       checkpointed = record.epoch;
     }
@@ -293,6 +336,7 @@ TrainingSummary TrainingRun::run() {
       break;
     }
   }
+  if (!writer) return summary;
   write_learning_curves(config.out_dir, summary.epochs);
 
   if (const auto* market = trainer.market()) {

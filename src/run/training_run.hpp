@@ -18,9 +18,20 @@
 //
 // Runs on Kokkos::DefaultExecutionSpace, in the trainer's own instance
 // (DqnTrainer<Space> drives one epoch at a time on any other space).
+//
+// Started by mpirun or srun (dist::world() has several ranks), every rank
+// runs the same TrainingRun: data-parallel training (DqnTrainer), with
+// rank 0 alone writing the run directory (lock, logs, metrics, config,
+// charts, evaluation, checkpoints but for the other ranks' trainer states)
+// and reporting to observers. Every rank takes the same decisions (epoch
+// records are reduced over the ranks), so all stop together. A program
+// that runs it under mpirun must end every rank when one throws
+// (dist::abort_if_distributed, as foxrl's main does): the others would
+// wait for it in their next all-reduce.
 
 #include "agents/dqn/dqn_trainer.hpp"
 #include "config/train_config.hpp"
+#include "dist/communicator.hpp"
 #include "market/market_evaluation.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
@@ -103,6 +114,7 @@ class TrainingRun {
   bool started_ = false;
   std::vector<TrainingObserver*> observers_;
   std::unique_ptr<DqnTrainer<ExecSpace>> trainer_;
+  std::shared_ptr<dist::Communicator> comm_;
   struct Files;
   std::unique_ptr<Files> files_;
 };

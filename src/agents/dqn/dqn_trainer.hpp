@@ -22,6 +22,20 @@
 // phase of its own: it is fused into the update's Adam launch (only there
 // is the guard's verdict on the step known on the device), so its cost is
 // inside "::update" and a separate region would need a separate launch.
+//
+// Data-parallel training (a Communicator of more than one rank,
+// dist/communicator.hpp): every rank runs its own envs, collector and
+// replay shard from its own seed (dist::rank_seed; rank 0 keeps the
+// config's), the learner's weights start from the same seed, and every
+// update replaces the gradients and the loss metrics by their means over
+// the ranks between compute_gradients and apply_gradients (the learner's
+// gradient hook, dist/gradient_reducer.hpp), so the guard decides alike
+// and the weights stay identical; each epoch ends with a cross-rank
+// checksum of the weights (dist/replica_check.hpp) and a reduction of the
+// record (env steps, experiences and episodes summed, the return a mean).
+// Each rank checkpoints its own trainer state (trainer_state.rank-R for
+// R > 0); the manifest records the rank count, and a resume needs the same.
+// One rank runs exactly the single-process code.
 
 #include "agents/dqn/dqn_learner.hpp"
 #include "collect/action_selector.hpp"
@@ -31,6 +45,9 @@
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "core/host_mirror.hpp"
+#include "dist/communicator.hpp"
+#include "dist/gradient_reducer.hpp"
+#include "dist/replica_check.hpp"
 #include "envs/vector_env.hpp"
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
 #include "market/market_setup.hpp"
@@ -43,6 +60,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -56,20 +74,29 @@ class DqnTrainer {
  public:
   using memory_space = typename ExecSpace::memory_space;
 
-  explicit DqnTrainer(const TrainConfig& config) : config_(config), context_(config.seed) {
+  /// A trainer for `config`, one rank of `comm`'s ranks (every rank
+  /// constructs its trainer at the same point: the constructor broadcasts
+  /// rank 0's run id).
+  explicit DqnTrainer(const TrainConfig& config, std::shared_ptr<dist::Communicator> comm = dist::single_process())
+      : config_(config), comm_(std::move(comm)), context_(config.seed) {
     config_.validate();
+    if (!comm_) throw LogicError("foxrl::DqnTrainer: no communicator");
     spec_ = run_spec(config_);
+    // The data and the network are the same on every rank; what the rank
+    // experiences comes from its own stream.
+    const std::uint64_t seed = dist::rank_seed(config_.seed, comm_->rank());
+    spec_.replay.seed = seed;
     const auto& space = context_.space();
     if (spec_.env == EnvKind::market) {
       market_.emplace(make_market(space, config_, spec_));
-      env_.emplace(make_vector_env(space, spec_, config_.seed, &market_->features, market_->data.splits.train));
+      env_.emplace(make_vector_env(space, spec_, seed, &market_->features, market_->data.splits.train));
     } else {
-      env_.emplace(make_vector_env(space, spec_, config_.seed));
+      env_.emplace(make_vector_env(space, spec_, seed));
     }
     adapter_ = make_adapter(space, spec_);
     learner_.emplace(space, spec_.learner);
     replay_.emplace(space, spec_.replay);
-    selector_.emplace(spec_.num_actions, config_.seed, spec_.epsilon);
+    selector_.emplace(spec_.num_actions, seed, spec_.epsilon);
     // The collector acts; the trainer inserts what it finished (iterate()),
     // so that insert is a profiling phase of its own.
     collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr,
@@ -80,6 +107,20 @@ class DqnTrainer {
     // fences every instance.
     sums_host_ = host_mirror(sums_->sums);
     guard_host_ = host_mirror(learner_->guard().state());
+    if (comm_->size() > 1) {
+      // The update then runs its two halves with the reduction between
+      // them (no CUDA graph replay of the whole update).
+      reducer_ = std::make_unique<HostGradientReducer<ExecSpace>>(comm_, learner_->gradients(), learner_->metrics(),
+                                                                  LearnerMetrics::grad_norm);
+      learner_->set_gradient_hook(
+          [reducer = reducer_.get()](const ExecSpace& s, const FlatParams<memory_space>& g,
+                                     const Kokkos::View<float*, memory_space>& m) { reducer->mean(s, g, m); });
+      const auto w = learner_->weights();
+      replicas_ = std::make_unique<ReplicaCheck<ExecSpace>>(
+          comm_, std::vector<std::pair<std::string, FlatParams<memory_space>>>{
+                     {"online", w.online}, {"target", w.target}, {"adam_m", w.adam_m}, {"adam_v", w.adam_v}});
+      comm_->broadcast(run_id_, 0);  // one run: every rank stamps its files with rank 0's id
+    }
     context_.fence("DqnTrainer::setup");
   }
 
@@ -166,7 +207,16 @@ class DqnTrainer {
     r.episodes = episodes.episodes;
     r.mean_return_last_100 = episodes.mean_last_100;
     r.backend = ExecSpace::name();
+    if (comm_->size() > 1) {
+      replicas_->verify(space, "after epoch " + std::to_string(epoch_));
+      reduce_over_ranks(r);
+    }
     return r;
+  }
+
+  /// The trainer state file of rank `rank` in a checkpoint directory.
+  static std::string trainer_state_file_of(int rank) {
+    return rank == 0 ? std::string(trainer_state_file) : "trainer_state.rank-" + std::to_string(rank) + ".safetensors";
   }
 
   /// Writes `dir`/trainer_state.safetensors (what resume() needs besides
@@ -176,18 +226,23 @@ class DqnTrainer {
   /// normalizer, `log_bytes`), each atomically and each carrying the run
   /// identity (run_id(), the config's hash, the epoch). A whole checkpoint
   /// generation is published by the caller (run/checkpoint_store.hpp).
+  /// With several ranks, every rank calls it with the same `dir`: rank 0
+  /// writes these files (the manifest with the rank count), rank R > 0
+  /// only its trainer_state.rank-R.safetensors.
   void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes = {}) {
     const auto& space = context_.space();
     RunManifest m;
     m.identity = {run_id_, RunIdentity::config_hash_of(config_), epoch_};
     const auto stamp = m.identity.metadata();
-    save_trainer_state(space, dir + "/" + trainer_state_file, parts(), counters(), stamp);
+    save_trainer_state(space, dir + "/" + trainer_state_file_of(comm_->rank()), parts(), counters(), stamp);
+    if (comm_->rank() != 0) return;
     learner_->save(space, dir + "/checkpoint.safetensors", stamp);
     m.config = config_;
     m.epoch = epoch_;
     m.global_step = global_step_;
     m.updates = updates_;
     m.log_bytes = log_bytes;
+    m.ranks = comm_->size();
     if (adapter_) {  // the frozen normaliser of inference (float64 in the trainer state too)
       m.has_normalizer = true;
       m.normalizer = adapter_->export_state(space);
@@ -208,7 +263,8 @@ class DqnTrainer {
     const auto& space = context_.space();
     RunManifest manifest = RunManifest::read(dir);
     check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
-    const std::string state_path = dir + "/" + trainer_state_file;
+    manifest.check_ranks(comm_->size(), dir + "/checkpoint.json");
+    const std::string state_path = dir + "/" + trainer_state_file_of(comm_->rank());
     const std::string weights_path = dir + "/checkpoint.safetensors";
     // The learner first: its load re-snapshots the guard, which the trainer
     // state (the guard's saved snapshot and counters) then overwrites.
@@ -248,6 +304,8 @@ class DqnTrainer {
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
   const RunSpec& spec() const { return spec_; }
+  /// The ranks this trainer is one of.
+  dist::Communicator& communicator() { return *comm_; }
   /// The market data, splits and features; null for CartPole.
   const MarketComponents<ExecSpace>* market() const { return market_ ? &*market_ : nullptr; }
   std::int64_t global_step() const { return global_step_; }
@@ -259,6 +317,24 @@ class DqnTrainer {
     return {&*env_, &*replay_, &*collector_, adapter_ ? &*adapter_ : nullptr, &learner_->guard()};
   }
   TrainerCounters counters() const { return {epoch_, global_step_, iteration_, updates_, experiences_}; }
+
+  /// The record of the whole run from each rank's (the same on every
+  /// rank): env steps, experiences, episodes and throughput summed, the
+  /// epoch's time the slowest rank's, the mean return weighted by the
+  /// episodes (up to 100) behind each rank's. Losses, guard counters and
+  /// updates are already the same on every rank.
+  void reduce_over_ranks(EpochRecord& r) {
+    const double returns_weight = static_cast<double>(std::min<std::int64_t>(r.episodes, 100));
+    double sums[] = {static_cast<double>(r.env_steps), static_cast<double>(r.experiences),      r.env_steps_per_s,
+                     static_cast<double>(r.episodes),  r.mean_return_last_100 * returns_weight, returns_weight};
+    comm_->sum(sums, sizeof sums / sizeof sums[0]);
+    comm_->max(&r.seconds, 1);
+    r.env_steps = static_cast<std::int64_t>(sums[0]);
+    r.experiences = static_cast<std::int64_t>(sums[1]);
+    r.env_steps_per_s = sums[2];
+    r.episodes = static_cast<std::int64_t>(sums[3]);
+    r.mean_return_last_100 = sums[5] > 0 ? sums[4] / sums[5] : 0.0;
+  }
 
   float beta() const {
     const double b = config_.per_beta_start + (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
@@ -281,6 +357,7 @@ class DqnTrainer {
   }
 
   TrainConfig config_;
+  std::shared_ptr<dist::Communicator> comm_;
   ExecutionContext<ExecSpace> context_;
   RunSpec spec_;
   std::optional<MarketComponents<ExecSpace>> market_;
@@ -299,6 +376,8 @@ class DqnTrainer {
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
   std::string run_id_ = RunIdentity::new_run_id();
+  std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
+  std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank
 };
 
 }  // namespace foxrl

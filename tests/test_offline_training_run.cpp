@@ -157,7 +157,7 @@ TEST_CASE("offline run: logs, metrics, checkpoints; a resumed run equals the uni
           "[offline][train-offline]") {
   foxrl::test::TempDir dir;
   const std::string data = cartpole_dataset(dir, 600);
-  for (const std::string algo : {"iql"}) {
+  for (const std::string algo : {"iql", "cql", "bc"}) {
     INFO(algo);
     const std::string full = dir.file("full-" + algo), part = dir.file("part-" + algo);
     {

@@ -5,6 +5,8 @@
 // the learner `config.algo` names; OfflineAgentOf<Exec, Learner> adapts any
 // learner with the common method names.
 
+#include "agents/offline/bc_learner.hpp"
+#include "agents/offline/cql_learner.hpp"
 #include "agents/offline/iql_learner.hpp"
 #include "core/error.hpp"
 #include "offline/offline_train_config.hpp"
@@ -121,6 +123,25 @@ std::unique_ptr<OfflineAgent<ExecSpace>> make_offline_agent(const ExecSpace& spa
                                        {"mean_advantage", M::mean_advantage},
                                        {"mean_weight", M::mean_weight},
                                        {"clipped_weights", M::clipped_weights}});
+  }
+  if (config.algo == "cql") {
+    CqlLearnerConfig c;
+    common(c);
+    c.alpha = static_cast<float>(config.cql_alpha);
+    c.target_update_every = static_cast<int>(config.cql_target_update_every);
+    c.polyak_tau = config.cql_target_update_every > 0 ? 0.0f : static_cast<float>(config.polyak_tau);
+    return std::make_unique<OfflineAgentOf<ExecSpace, CqlLearner<ExecSpace>>>(
+        space, c,
+        std::vector<OfflineMetricSlot>{{"cql_loss", M::cql_loss},
+                                       {"cql_penalty", M::cql_penalty},
+                                       {"cql_td_loss", M::cql_td_loss},
+                                       {"mean_q", M::cql_mean_q}});
+  }
+  if (config.algo == "bc") {
+    BcLearnerConfig c;
+    common(c);
+    return std::make_unique<OfflineAgentOf<ExecSpace, BcLearner<ExecSpace>>>(
+        space, c, std::vector<OfflineMetricSlot>{{"bc_loss", M::bc_loss}, {"bc_accuracy", M::bc_accuracy}});
   }
   throw UsageError("algo '" + config.algo + "': expected iql, cql or bc");
 }

@@ -62,6 +62,42 @@ inline void summarise(EpisodeEvaluation& e) {
   e.std = e.episodes > 0 ? std::sqrt(sq / e.episodes) : 0.0;
 }
 
+namespace detail {
+
+// The kernels of evaluate_first_episodes live in functions that are not
+// templated on the policy: nvcc refuses a device lambda inside a function
+// whose template arguments include a local or private type (a caller's
+// lambda policy).
+
+/// Adds each unfinished env's reward and step; marks its episode ended.
+template <class ExecSpace, class Rewards, class Flags>
+void accumulate_first_episode(const ExecSpace& space, const Rewards& rewards, const Flags& terminated,
+                              const Flags& truncated,
+                              const Kokkos::View<double*, typename ExecSpace::memory_space>& returns,
+                              const Kokkos::View<std::int64_t*, typename ExecSpace::memory_space>& lengths,
+                              const Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space>& done) {
+  Kokkos::parallel_for(
+      "foxrl::evaluate_first_episodes::accumulate",
+      Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<int>(done.extent(0))), KOKKOS_LAMBDA(int i) {
+        if (done(i)) return;
+        returns(i) += static_cast<double>(rewards(i));
+        lengths(i) += 1;
+        if (terminated(i) || truncated(i)) done(i) = 1;
+      });
+}
+
+/// ended() = the number of envs whose first episode has ended.
+template <class ExecSpace>
+void count_ended(const ExecSpace& space, const Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space>& done,
+                 const Kokkos::View<int, typename ExecSpace::memory_space>& ended) {
+  Kokkos::parallel_reduce(
+      "foxrl::evaluate_first_episodes::count_ended",
+      Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<int>(done.extent(0))),
+      KOKKOS_LAMBDA(int i, int& count) { count += done(i) ? 1 : 0; }, ended);
+}
+
+}  // namespace detail
+
 /// Resets `env` and plays until every env has ended its first episode (or
 /// `max_steps` steps): act(space, env.observations(), actions) chooses the
 /// actions, the env steps, and a kernel adds each env's reward to its
@@ -87,21 +123,10 @@ EpisodeEvaluation evaluate_first_episodes(const ExecSpace& space, VectorEnv<Exec
     act(space, env.observations(), actions);
     env.step(space, actions);
     const auto result = env.step_result();
-    const auto rewards = result.rewards;
-    const auto terminated = result.terminated;
-    const auto truncated = result.truncated;
-    Kokkos::parallel_for(
-        "foxrl::evaluate_first_episodes::accumulate", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-        KOKKOS_LAMBDA(int i) {
-          if (done(i)) return;
-          returns(i) += static_cast<double>(rewards(i));
-          lengths(i) += 1;
-          if (terminated(i) || truncated(i)) done(i) = 1;
-        });
+    detail::accumulate_first_episode(space, result.rewards, result.terminated, result.truncated, returns, lengths,
+                                     done);
     if ((step + 1) % check_every != 0 && step + 1 != max_steps) continue;
-    Kokkos::parallel_reduce(
-        "foxrl::evaluate_first_episodes::count_ended", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-        KOKKOS_LAMBDA(int i, int& count) { count += done(i) ? 1 : 0; }, ended);
+    detail::count_ended(space, done, ended);
     Kokkos::deep_copy(space, ended_host, ended);
     compat::fence(space, "foxrl::evaluate_first_episodes::check");
     if (ended_host() == n) break;

@@ -56,10 +56,11 @@ std::string short_number(const std::string& text) {
   return out;
 }
 
-/// The evaluation means of metrics.jsonl, for the learning curve of a
-/// resumed run (NaN for epochs without an evaluation: a gap).
-std::vector<double> read_eval_means(const std::string& path) {
-  std::vector<double> means;
+/// The learning curve of metrics.jsonl (a resumed run's earlier epochs
+/// too): the evaluation mean per epoch (NaN for epochs without an
+/// evaluation: a gap), with the epochs as the log numbers them on the x axis.
+ChartSeries read_eval_curve(const std::string& path, ChartOptions& options) {
+  ChartSeries curve{"greedy evaluation return (mean)", {}};
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
@@ -70,10 +71,11 @@ std::vector<double> read_eval_means(const std::string& path) {
       continue;  // a line cut short by a crash
     }
     if (!j.is_object() || !j.contains("epoch")) continue;
-    means.push_back(j.contains("eval_return_mean") ? j.at("eval_return_mean").get<double>()
-                                                   : std::numeric_limits<double>::quiet_NaN());
+    curve.values.push_back(j.contains("eval_return_mean") ? j.at("eval_return_mean").get<double>()
+                                                          : std::numeric_limits<double>::quiet_NaN());
+    options.x_labels.push_back(j.at("epoch").dump());
   }
-  return means;
+  return curve;
 }
 
 std::string evaluation_json(const OfflineEpochRecord& r, const OfflineTrainConfig& config) {
@@ -275,10 +277,11 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
           static_cast<int>(config_.keep_checkpoints));
     }
   }
-  ChartSeries returns{"greedy evaluation return (mean)", read_eval_means(config_.out_dir + "/metrics.jsonl")};
-  write_file_atomically(
-      config_.out_dir + "/learning_curve_return.svg",
-      render_line_chart("Greedy evaluation return per epoch (" + config_.algo + ")", "epoch", "return", {returns}));
+  ChartOptions options;
+  const ChartSeries returns = read_eval_curve(config_.out_dir + "/metrics.jsonl", options);
+  write_file_atomically(config_.out_dir + "/learning_curve_return.svg",
+                        render_line_chart("Greedy evaluation return per epoch (" + config_.algo + ")", "epoch",
+                                          "return", {returns}, options));
   say("outputs in " + config_.out_dir +
       ": train.log, metrics.jsonl, checkpoints/epoch-N/ (learner.safetensors + offline_checkpoint.json), "
       "evaluation_episodes.json, learning_curve_return.svg");

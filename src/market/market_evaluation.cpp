@@ -206,12 +206,12 @@ std::string EvaluationReport::json() const {
   // Bar indices count from the first bar used (after start_date); dates are UTC.
   const char* names[] = {"train", "validation", "test"};
   const MarketSplit splits[] = {record.splits.train, record.splits.validation, record.splits.test};
-  for (int k = 0; k < 3; ++k) {
+  for (std::size_t k = 0; k < 3; ++k) {
     nlohmann::json s;
     s["bars"] = {splits[k].begin, splits[k].end};
     if (record.split_dates.size() == 6) {
-      s["first"] = record.split_dates[static_cast<std::size_t>(2 * k)];
-      s["last"] = record.split_dates[static_cast<std::size_t>(2 * k + 1)];
+      s["first"] = record.split_dates[2 * k];
+      s["last"] = record.split_dates[2 * k + 1];
     }
     j["splits"][names[k]] = s;
   }

@@ -13,6 +13,7 @@ DatasetMergeSummary merge_datasets(const std::vector<std::string>& inputs, const
   if (inputs.size() < 2)
     throw UsageError("dataset merge: name at least two input datasets, got " + std::to_string(inputs.size()));
   std::vector<DatasetFile> parts;
+  parts.reserve(inputs.size());
   for (const auto& path : inputs) parts.push_back(read_dataset_file(path));
   const DatasetFile& first = parts.front();
   const DatasetMetadata& m0 = first.metadata;

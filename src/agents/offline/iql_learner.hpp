@@ -17,6 +17,7 @@
 // Adam. Every loss reads the forwards made before any step, so the three
 // updates are those of one set of parameters (as in the paper's joint step).
 
+#include "agents/offline/offline_learner_common.hpp"
 #include "core/error.hpp"
 #include "kernels/agents/offline/iql_inference.hpp"
 #include "kernels/agents/offline/iql_policy_loss.hpp"
@@ -71,30 +72,14 @@ struct IqlLearnerConfig {
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
 
-  AdamHyper adam() const {
-    AdamHyper h;
-    h.lr = lr;
-    h.beta1 = beta1;
-    h.beta2 = beta2;
-    h.eps = eps;
-    h.max_grad_norm = max_grad_norm;
-    return h;
-  }
+  AdamHyper adam() const { return offline_adam_hyper(*this); }
 
   /// Throws UsageError naming the first bad field.
   void validate() const {
     auto bad = [](const std::string& field, const std::string& why) {
       throw UsageError("foxrl::IqlLearnerConfig: " + field + " " + why);
     };
-    if (obs_dim <= 0) bad("obs_dim", "must be > 0, got " + std::to_string(obs_dim));
-    if (num_actions <= 0) bad("num_actions", "must be > 0, got " + std::to_string(num_actions));
-    if (max_batch <= 0) bad("max_batch", "must be > 0, got " + std::to_string(max_batch));
-    if (max_inference_batch < 0) bad("max_inference_batch", "must be >= 0, got " + std::to_string(max_inference_batch));
-    if (!(lr > 0.0f) || !std::isfinite(lr)) bad("lr", "must be finite and > 0, got " + std::to_string(lr));
-    if (!(beta1 >= 0.0f && beta1 < 1.0f)) bad("beta1", "must be in [0, 1), got " + std::to_string(beta1));
-    if (!(beta2 >= 0.0f && beta2 < 1.0f)) bad("beta2", "must be in [0, 1), got " + std::to_string(beta2));
-    if (!(eps > 0.0f)) bad("eps", "must be > 0, got " + std::to_string(eps));
-    if (std::isnan(max_grad_norm)) bad("max_grad_norm", "must be a number");
+    validate_offline_common("IqlLearnerConfig", *this);
     if (!(expectile > 0.0f && expectile < 1.0f))
       bad("expectile", "must be in (0, 1), got " + std::to_string(expectile));
     if (!(beta >= 0.0f) || !std::isfinite(beta)) bad("beta", "must be finite and >= 0, got " + std::to_string(beta));
@@ -102,7 +87,6 @@ struct IqlLearnerConfig {
       bad("max_weight", "must be finite and > 0, got " + std::to_string(max_weight));
     if (!(polyak_tau > 0.0f && polyak_tau <= 1.0f))
       bad("polyak_tau", "must be in (0, 1], got " + std::to_string(polyak_tau));
-    (void)NetworkLayout::plain(obs_dim, hidden, num_actions);  // checks hidden
   }
 };
 
@@ -131,18 +115,7 @@ class IqlLearner {
     value_layout_ = NetworkLayout::plain(config_.obs_dim, config_.hidden, 1);
     action_layout_ = NetworkLayout::plain(config_.obs_dim, config_.hidden, A);
     ops_ = std::make_shared<DenseOps<ExecSpace>>(space, config_.dense_backend);
-    {
-      // One scratch for every single-launch reduction of update() (they run
-      // one after the other on the instance).
-      const auto mlp_v = Mlp<ExecSpace>::scratch_need(value_layout_, B);
-      const auto mlp_a = Mlp<ExecSpace>::scratch_need(action_layout_, B);
-      const auto loss = kernels::offline_loss_scratch<ExecSpace>(B);
-      const std::size_t norm =
-          kernels::gradient_norm_scratch<ExecSpace>(std::max(value_layout_.total, action_layout_.total), false);
-      reduce_ = kernels::ReduceScratch<memory_space>(
-          space, "foxrl::IqlLearner::reduce", std::max({mlp_v.floats, mlp_a.floats, loss.floats, norm}),
-          std::max({mlp_v.tickets, mlp_a.tickets, loss.tickets, std::size_t(1)}));
-    }
+    reduce_ = offline_reduce_scratch(space, "foxrl::IqlLearner::reduce", {value_layout_, action_layout_}, B);
     const char* names[networks] = {"value", "q1", "q2", "policy"};
     for (int k = 0; k < networks; ++k) {
       const NetworkLayout& layout = k == 0 ? value_layout_ : action_layout_;
@@ -153,7 +126,7 @@ class IqlLearner {
       opt_metrics_[k] = vector(Kokkos::view_alloc(space, label + "::optimizer_metrics"), LearnerMetrics::count);
       // The value network runs [s; s'] in one forward.
       net_[k] = Mlp<ExecSpace>(space, layout, k == 0 ? std::max(2 * B, infer) : infer, B, ops_, reduce_, label);
-      kernels::init_weights(space, params_[k].flat, layout, network_seed(config_.seed, k), config_.init);
+      kernels::init_weights(space, params_[k].flat, layout, offline_network_seed(config_.seed, k), config_.init);
     }
     for (int t = 0; t < 2; ++t) {
       const std::string label = std::string("foxrl::IqlLearner::") + names[1 + t] + "_target";
@@ -332,44 +305,23 @@ class IqlLearner {
  private:
   static int index(IqlNetwork k) { return static_cast<int>(k); }
 
-  /// Network k's stream of initial weights: distinct per network and seed.
-  static std::uint64_t network_seed(std::uint64_t seed, int k) {
-    return seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(k + 1));
-  }
-
   /// Backward of network k (its last forward's first rows, input `s`) with
   /// dL/dhead `d_head`, then its gradient norm, clip + Adam and `target`
   /// update.
   void step(const ExecSpace& space, int k, const ConstMatrix<memory_space>& s,
             const MutableMatrix<memory_space>& d_head, const kernels::TargetUpdate<memory_space>& target) {
-    net_[k].backward(space, params_[k].flat, s, ConstMatrix<memory_space>(d_head), grads_[k]);
-    adam_[k].count_step(space);
-    adam_[k].step_with_norm(space, params_[k].flat, grads_[k], opt_metrics_[k],
-                            kernels::StoreGradSq<memory_space>{opt_metrics_[k]}, reduce_, false, target);
+    offline_network_step(space, net_[k], params_[k].flat, grads_[k], adam_[k], opt_metrics_[k], reduce_, s, d_head,
+                         target);
   }
 
   void check_batch(const Batch<memory_space>& batch) const {
-    const int B = batch.size();
-    if (B < 0 || B > config_.max_batch)
-      throw LogicError("foxrl::IqlLearner::update: " + std::to_string(B) + " rows, more than the configured maximum " +
-                       std::to_string(config_.max_batch));
-    if (batch.obs_dim() != config_.obs_dim || batch.next_states.extent(0) != std::size_t(B) ||
-        batch.next_states.extent(1) != std::size_t(config_.obs_dim) || batch.actions.extent(0) != std::size_t(B) ||
-        batch.rewards.extent(0) != std::size_t(B) || batch.discounts.extent(0) != std::size_t(B))
-      throw LogicError("foxrl::IqlLearner::update: batch fields must all have " + std::to_string(B) +
-                       " rows and states obs_dim " + std::to_string(config_.obs_dim));
+    check_offline_batch("IqlLearner", batch, config_.max_batch, config_.obs_dim);
   }
 
   /// Forward of network k for inference; returns its head rows.
   MutableMatrix<memory_space> infer(const ExecSpace& space, IqlNetwork k, const ConstMatrix<memory_space>& states,
                                     const char* what) {
-    const int R = static_cast<int>(states.extent(0));
-    if (R > max_inference_rows())
-      throw LogicError(std::string("foxrl::IqlLearner::") + what + ": " + std::to_string(R) +
-                       " rows, more than the configured maximum " + std::to_string(max_inference_rows()));
-    if (states.extent(1) != std::size_t(config_.obs_dim))
-      throw LogicError(std::string("foxrl::IqlLearner::") + what + ": states have " + std::to_string(states.extent(1)) +
-                       " columns, obs_dim is " + std::to_string(config_.obs_dim));
+    check_offline_inference("IqlLearner", what, states, max_inference_rows(), config_.obs_dim);
     return net_[index(k)].forward(space, params_[index(k)].flat, states, {});
   }
 

@@ -14,6 +14,7 @@
 #include "kernels/nn/weight_init.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/reference_offline.hpp"
+#include "support/reference_offline_learner.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -33,6 +34,10 @@
 namespace {
 
 using foxrl::test::flat_host;
+using foxrl::test::heads;
+using foxrl::test::is_padding;
+using foxrl::test::offline_columns;
+using foxrl::test::ref_net;
 using foxrl::test::RefBatch;
 using foxrl::test::RefNet;
 using foxrl::test::to_device;
@@ -49,42 +54,6 @@ foxrl::CqlLearnerConfig small_config(foxrl::DenseBackend backend) {
   c.seed = 41;
   c.dense_backend = backend;
   return c;
-}
-
-RefNet ref_net(const foxrl::NetworkLayout& layout, const std::vector<float>& p) {
-  return RefNet{layout, std::vector<double>(p.begin(), p.end())};
-}
-
-bool is_padding(const foxrl::NetworkLayout& layout, std::size_t i) {
-  for (int l = 0; l < layout.num_layers; ++l) {
-    const auto& s = layout.layers[l];
-    if (i >= s.weight_offset && i < s.weight_offset + s.weight_size()) return false;
-    if (i >= s.bias_offset && i < s.bias_offset + std::size_t(s.out)) return false;
-  }
-  return true;
-}
-
-/// The plain-head outputs of `net` for every row of `x` [rows, obs_dim],
-/// row-major.
-std::vector<double> heads(const RefNet& net, const std::vector<float>& x, int rows) {
-  const int D = net.layout.obs_dim;
-  std::vector<double> out;
-  for (int i = 0; i < rows; ++i) {
-    const std::vector<double> row(x.begin() + std::size_t(i) * D, x.begin() + std::size_t(i + 1) * D);
-    const auto h = net.head(row.data());
-    out.insert(out.end(), h.begin(), h.end());
-  }
-  return out;
-}
-
-foxrl::test::RefOfflineBatch offline_columns(const RefBatch& b, int num_actions) {
-  foxrl::test::RefOfflineBatch o;
-  o.batch = b.size;
-  o.num_actions = num_actions;
-  o.actions.assign(b.actions.begin(), b.actions.end());
-  o.rewards.assign(b.rewards.begin(), b.rewards.end());
-  o.discounts.assign(b.discounts.begin(), b.discounts.end());
-  return o;
 }
 
 struct GradCheck {

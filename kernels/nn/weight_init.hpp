@@ -83,15 +83,27 @@ KOKKOS_INLINE_FUNCTION float init_value(const NetworkLayout& layout, const InitB
   return 0.0f;
 }
 
+/// The init_weights kernel. A named functor, not a KOKKOS_LAMBDA: the
+/// function is a header template that several translation units of one
+/// program instantiate (the library and code that calls it directly), and
+/// nvcc's wrapper of an extended lambda in such a template was seen to
+/// call a null host function pointer on CUDA (H200, nvcc 13.0) where the
+/// instantiations met.
+template <class MemorySpace>
+struct InitWeightsKernel {
+  FlatParams<MemorySpace> flat;
+  NetworkLayout layout;
+  InitBounds bounds;
+  std::uint64_t seed;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const { flat(i) = init_value(layout, bounds, seed, i); }
+};
+
 /// Fills `flat` (laid out by `layout`) with freshly initialised parameters.
 template <class ExecSpace, class MemorySpace>
 void init_weights(const ExecSpace& space, const FlatParams<MemorySpace>& flat, const NetworkLayout& layout,
                   std::uint64_t seed, InitScheme scheme) {
-  const InitBounds bounds = init_bounds(layout, scheme);
-  const NetworkLayout lay = layout;
-  Kokkos::parallel_for(
-      "foxrl::kernels::init_weights", Kokkos::RangePolicy<ExecSpace>(space, 0, flat.extent(0)),
-      KOKKOS_LAMBDA(std::size_t i) { flat(i) = init_value(lay, bounds, seed, i); });
+  Kokkos::parallel_for("foxrl::kernels::init_weights", Kokkos::RangePolicy<ExecSpace>(space, 0, flat.extent(0)),
+                       InitWeightsKernel<MemorySpace>{flat, layout, init_bounds(layout, scheme), seed});
 }
 
 }  // namespace kernels

@@ -38,6 +38,9 @@ struct TrainConfig {
   double weight_decay = 0.0;
   double max_grad_norm = 10.0;  ///< global gradient-norm clip; 0 disables
   std::string loss = "huber";   ///< "huber" (delta 1) or "mse"
+  /// Dense products: "fp32" (exact), or the tensor-core modes "tf32" and
+  /// "bf16" (inputs rounded, fp32 accumulation and master weights).
+  std::string matmul_precision = "fp32";
 
   // --- DQN --------------------------------------------------------------------
   double gamma = 0.99;

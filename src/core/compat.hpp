@@ -5,6 +5,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -70,6 +72,25 @@ class ScopedRegion {
   ScopedRegion(const ScopedRegion&) = delete;
   ScopedRegion& operator=(const ScopedRegion&) = delete;
 };
+
+/// The bits of a float as an unsigned integer and back, in kernels too
+/// (Kokkos::bit_cast from 4.1 on; the older host-only Kokkos of Debian gets
+/// memcpy, which compilers turn into a register move).
+#if KOKKOS_VERSION >= 40100
+KOKKOS_INLINE_FUNCTION std::uint32_t float_bits(float x) { return Kokkos::bit_cast<std::uint32_t>(x); }
+KOKKOS_INLINE_FUNCTION float bits_float(std::uint32_t u) { return Kokkos::bit_cast<float>(u); }
+#else
+inline std::uint32_t float_bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float bits_float(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+#endif
 
 }  // namespace foxrl::compat
 

@@ -16,6 +16,7 @@
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/tiled_gemm.hpp"
 #include "nn/dense_backend.hpp"
+#include "nn/matmul_precision.hpp"
 #include "nn/row_major_gemm.hpp"
 #include "views/nn/matrix.hpp"
 
@@ -23,6 +24,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace foxrl {
 
@@ -34,8 +36,13 @@ class DenseOps {
  public:
   using memory_space = typename ExecSpace::memory_space;
 
-  DenseOps(const ExecSpace& space, DenseBackend backend) : backend_(backend) {
-    if (backend == DenseBackend::blas) gemm_ = std::make_unique<RowMajorGemm<ExecSpace>>(space);
+  /// The tensor-core precisions (tf32, bf16) run on the blas backend only.
+  DenseOps(const ExecSpace& space, DenseBackend backend, MatmulPrecision precision = MatmulPrecision::fp32)
+      : backend_(backend) {
+    if (backend == DenseBackend::portable && precision != MatmulPrecision::fp32)
+      throw UsageError(std::string("foxrl::DenseOps: matmul_precision ") + to_string(precision) +
+                       " needs the blas dense backend (the portable one multiplies in fp32)");
+    if (backend == DenseBackend::blas) gemm_ = std::make_unique<RowMajorGemm<ExecSpace>>(space, precision);
   }
 
   DenseBackend backend() const { return backend_; }

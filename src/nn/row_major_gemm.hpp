@@ -1,8 +1,16 @@
 #pragma once
 // RowMajorGemm: C = op(A) op(B) on row-major (LayoutRight) float matrices,
-// on the caller's instance. On CUDA it calls cuBLAS directly through a
-// CublasHandle it owns (bound to the instance's stream once); elsewhere it
-// calls Kokkos Kernels' gemm (src/core/compat_blas.hpp).
+// on the caller's instance, in one MatmulPrecision. On CUDA it calls cuBLAS
+// directly through a CublasHandle it owns (bound to the instance's stream
+// once): cublasSgemm in fp32; in tf32 cublasGemmEx with the compute type
+// CUBLAS_COMPUTE_32F_FAST_TF32 (fp32 operands, rounded inside the
+// tensor-core kernel, fp32 accumulation); in bf16 cublasGemmEx on bf16
+// copies of both operands (one rounding launch each) with fp32 output and
+// accumulation: the compute type _FAST_16BF on fp32 operands was measured
+// to give tf32's results bit for bit (H200, CUDA 13.0), so it is not used.
+// Elsewhere it calls Kokkos Kernels' gemm
+// (src/core/compat_blas.hpp), on rounded copies of the operands in tf32
+// and bf16.
 //
 // cuBLAS is column-major. A row-major [r, c] matrix with row stride ld is
 // the column-major [c, r] matrix (its transpose) with leading dimension ld,
@@ -13,12 +21,15 @@
 
 #include "core/compat_blas.hpp"
 #include "core/error.hpp"
+#include "kernels/nn/round_operand.hpp"
 #include "nn/cublas_handle.hpp"
+#include "nn/matmul_precision.hpp"
 #include "views/nn/matrix.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace foxrl {
@@ -47,15 +58,39 @@ class RowMajorGemm {
  public:
   using memory_space = typename ExecSpace::memory_space;
 
-  explicit RowMajorGemm(const ExecSpace&) {}
+  explicit RowMajorGemm(const ExecSpace&, MatmulPrecision precision = MatmulPrecision::fp32) : precision_(precision) {}
+
+  MatmulPrecision precision() const { return precision_; }
 
   void operator()(const ExecSpace& space, bool trans_a, bool trans_b, const ConstMatrix<memory_space>& a,
                   const ConstMatrix<memory_space>& b, const MutableMatrix<memory_space>& c) {
     int M = 0, N = 0, K = 0;
     detail::check_gemm_shapes(trans_a, trans_b, a, b, c, M, N, K);
     if (M == 0 || N == 0) return;
-    compat::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", 1.0f, a, b, 0.0f, c);
+    if (precision_ == MatmulPrecision::fp32) {
+      compat::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", 1.0f, a, b, 0.0f, c);
+      return;
+    }
+    compat::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", 1.0f, rounded(space, 0, a), rounded(space, 1, b),
+                 0.0f, c);
   }
+
+ private:
+  /// A copy of `m` rounded to the precision, in operand buffer `slot`
+  /// (grown on first use of a larger operand, then reused).
+  ConstMatrix<memory_space> rounded(const ExecSpace& space, int slot, const ConstMatrix<memory_space>& m) {
+    Kokkos::View<float*, memory_space>& buffer = operands_[slot];
+    const std::size_t n = m.extent(0) * m.extent(1);
+    if (buffer.extent(0) < n)
+      buffer = Kokkos::View<float*, memory_space>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::RowMajorGemm::rounded_operand"), n);
+    const MutableMatrix<memory_space> copy(buffer.data(), m.extent(0), m.extent(1));
+    kernels::round_operand(space, m, copy, precision_);
+    return copy;
+  }
+
+  MatmulPrecision precision_;
+  Kokkos::View<float*, memory_space> operands_[2];
 };
 
 #ifdef KOKKOS_ENABLE_CUDA
@@ -65,7 +100,10 @@ class RowMajorGemm<Kokkos::Cuda> {
  public:
   using memory_space = Kokkos::Cuda::memory_space;
 
-  explicit RowMajorGemm(const Kokkos::Cuda& space) : handle_(space) {}
+  explicit RowMajorGemm(const Kokkos::Cuda& space, MatmulPrecision precision = MatmulPrecision::fp32)
+      : handle_(space), precision_(precision) {}
+
+  MatmulPrecision precision() const { return precision_; }
 
   void operator()(const Kokkos::Cuda& space, bool trans_a, bool trans_b, const ConstMatrix<memory_space>& a,
                   const ConstMatrix<memory_space>& b, const MutableMatrix<memory_space>& c) {
@@ -74,6 +112,25 @@ class RowMajorGemm<Kokkos::Cuda> {
     if (M == 0 || N == 0) return;
     const float alpha = 1.0f, beta = 0.0f;
     const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+    if (precision_ == MatmulPrecision::tf32) {
+      detail::check_cublas(
+          cublasGemmEx(handle_.get(space), op(trans_b), op(trans_a), N, M, K, &alpha, b.data(), CUDA_R_32F,
+                       static_cast<int>(b.stride(0)), a.data(), CUDA_R_32F, static_cast<int>(a.stride(0)), &beta,
+                       c.data(), CUDA_R_32F, static_cast<int>(c.stride(0)), CUBLAS_COMPUTE_32F_FAST_TF32,
+                       CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+      return;
+    }
+    if (precision_ == MatmulPrecision::bf16) {
+      const std::uint16_t* a16 = bf16(space, 0, a);
+      const std::uint16_t* b16 = bf16(space, 1, b);
+      detail::check_cublas(
+          cublasGemmEx(handle_.get(space), op(trans_b), op(trans_a), N, M, K, &alpha, b16, CUDA_R_16BF,
+                       static_cast<int>(b.stride(0)), a16, CUDA_R_16BF, static_cast<int>(a.stride(0)), &beta, c.data(),
+                       CUDA_R_32F, static_cast<int>(c.stride(0)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+      return;
+    }
     detail::check_cublas(cublasSgemm(handle_.get(space), op(trans_b), op(trans_a), N, M, K, &alpha, b.data(),
                                      static_cast<int>(b.stride(0)), a.data(), static_cast<int>(a.stride(0)), &beta,
                                      c.data(), static_cast<int>(c.stride(0))),
@@ -81,7 +138,22 @@ class RowMajorGemm<Kokkos::Cuda> {
   }
 
  private:
+  /// A bf16 copy of `m` in operand buffer `slot` (grown on first use of a
+  /// larger operand: a learner's first update runs directly, before any
+  /// graph capture, so the allocation never lands inside one).
+  const std::uint16_t* bf16(const Kokkos::Cuda& space, int slot, const ConstMatrix<memory_space>& m) {
+    Kokkos::View<std::uint16_t*, memory_space>& buffer = bf16_[slot];
+    const std::size_t n = m.extent(0) * m.extent(1);
+    if (buffer.extent(0) < n)
+      buffer = Kokkos::View<std::uint16_t*, memory_space>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::RowMajorGemm::bf16_operand"), n);
+    kernels::bf16_operand(space, m, buffer);
+    return buffer.data();
+  }
+
   CublasHandle handle_;
+  MatmulPrecision precision_;
+  Kokkos::View<std::uint16_t*, memory_space> bf16_[2];
 };
 #endif
 

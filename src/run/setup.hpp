@@ -17,6 +17,7 @@
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
+#include "nn/matmul_precision.hpp"
 #include "replay/replay_buffer.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -85,6 +86,7 @@ inline RunSpec run_spec(const TrainConfig& config) {
   lc.loss = config.loss == "mse" ? LossKind::mse : LossKind::huber;
   lc.seed = config.seed;
   lc.dense_backend = DenseBackend::blas;
+  lc.matmul_precision = parse_matmul_precision(config.matmul_precision, "config");
   lc.guard.spike_factor = static_cast<float>(config.guard_spike_factor);
   lc.guard.max_bad = static_cast<int>(config.guard_max_bad);
   lc.guard.lr_decay = static_cast<float>(config.guard_lr_decay);

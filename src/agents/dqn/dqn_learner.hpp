@@ -28,6 +28,7 @@
 #include "kernels/nn/weight_init.hpp"
 #include "nn/adam_optimizer.hpp"
 #include "nn/dense_ops.hpp"
+#include "nn/matmul_precision.hpp"
 #include "nn/mlp.hpp"
 #include "nn/parameter_file.hpp"
 #include "nn/target_network.hpp"
@@ -73,6 +74,7 @@ struct DqnLearnerConfig {
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
+  MatmulPrecision matmul_precision = MatmulPrecision::fp32;  ///< of every dense product (blas backend)
   GuardConfig guard;
   /// CUDA: replay update() as a CUDA graph (core/stream_graph.hpp); results
   /// are the same either way.
@@ -142,7 +144,7 @@ class DqnLearner {
     layout_ = NetworkLayout::dueling(config_.obs_dim, config_.hidden, config_.num_actions);
     const int B = config_.max_batch;
     const int rows = std::max(2 * B, config_.max_inference_batch);
-    ops_ = std::make_shared<DenseOps<ExecSpace>>(space, config_.dense_backend);
+    ops_ = std::make_shared<DenseOps<ExecSpace>>(space, config_.dense_backend, config_.matmul_precision);
     {
       // One scratch for every single-launch reduction of update() (they run
       // one after the other on the instance).

@@ -15,6 +15,10 @@
 // through statistics of the dataset itself; the dataset is normalised once,
 // in place, at setup.
 //
+// A market run ends with the greedy policy's continuous backtest on the
+// test split next to the baselines (evaluate_test_split): what `foxrl
+// train` reports at its end, so online and offline agents compare alike.
+//
 // The state of a run is the learner's file plus the sampler's call counter
 // (OfflineManifest): a resumed run continues bit for bit.
 
@@ -24,6 +28,7 @@
 #include "core/host_mirror.hpp"
 #include "envs/episode_evaluation.hpp"
 #include "kernels/offline/metric_sums.hpp"
+#include "market/market_evaluation.hpp"
 #include "offline/offline_agent.hpp"
 #include "offline/offline_dataset.hpp"
 #include "offline/offline_manifest.hpp"
@@ -35,6 +40,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -145,6 +151,30 @@ class OfflineTrainer {
     return evaluate_first_episodes(space, *env, act, max_steps);
   }
 
+  /// Market datasets: the greedy policy on `split` of `market` (the
+  /// dataset's own market, or another one built with the dataset's config)
+  /// in one continuous backtest, next to the baselines; seeded from seed + 1
+  /// like the periodic evaluation. LogicError for a dataset of another env.
+  EvaluationReport evaluate_market_split(const MarketComponents<ExecSpace>& market, const MarketSplit& split) {
+    if (!market_) throw LogicError("OfflineTrainer::evaluate_market_split: the dataset is not of the market env");
+    return evaluate_market(context_.space(), *agent_, adapter_ ? &*adapter_ : nullptr, market.features, market.data,
+                           split, spec_.market_env, config_.seed + 1, agent_name());
+  }
+
+  /// evaluate_market_split on the test split of the dataset's market: the
+  /// report at the end of a market run.
+  EvaluationReport evaluate_test_split() {
+    if (!market_) throw LogicError("OfflineTrainer::evaluate_test_split: the dataset is not of the market env");
+    return evaluate_market_split(*market_, market_->data.splits.test);
+  }
+
+  /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".
+  std::string agent_name() const {
+    std::string algo = config_.algo;
+    for (char& c : algo) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return "agent (greedy " + algo + ")";
+  }
+
   /// Writes the learner (learner.safetensors) and the manifest
   /// (offline_checkpoint.json) into `dir`. Fences.
   void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes) const {
@@ -189,6 +219,12 @@ class OfflineTrainer {
   const DatasetMetadata& dataset_metadata() const { return metadata_; }
   std::int64_t dataset_rows() const { return rows_; }
   OfflineAgent<ExecSpace>& agent() { return *agent_; }
+  /// The dataset's market (null for other envs) and the frozen normaliser
+  /// the learner's inputs pass through (null when there is none).
+  const MarketComponents<ExecSpace>* market() const { return market_ ? &*market_ : nullptr; }
+  SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
+  /// The run setup of the dataset's env (its TrainConfig is dataset_metadata().config).
+  const RunSpec& spec() const { return spec_; }
   const ExecSpace& space() const { return context_.space(); }
   const OfflineTrainConfig& config() const { return config_; }
 

@@ -4,7 +4,8 @@
 // split's price ratio), against the policy's positions recomputed bar by
 // bar from the observation kernel, the frozen normaliser and the trained
 // learner, priced in float64 here, and against evaluate_market on the same
-// learner (the function `foxrl train` calls).
+// learner (the function `foxrl train` calls). Each evaluated epoch adds
+// the validation split's backtest to the metrics.
 #include "collect/collect.hpp"
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
@@ -87,6 +88,19 @@ foxrl::OfflineTrainConfig small_run(const std::string& dataset, const std::strin
   c.epochs = epochs;
   c.seed = 11;
   return c;
+}
+
+/// metrics.jsonl without the wall-clock fields.
+std::string metrics_without_timing(const std::string& path) {
+  std::istringstream in(slurp(path));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    auto j = Json::parse(line);
+    j.erase("seconds");
+    j.erase("updates_per_s");
+    out += j.dump() + "\n";
+  }
+  return out;
 }
 
 /// The strategies of an evaluation.json by name.
@@ -242,6 +256,31 @@ TEST_CASE("offline market run: the test split's table and files; baselines and t
       foxrl::evaluate_market(trainer.space(), trainer.agent(), trainer.adapter(), trainer.market()->features, market,
                              test, trainer.spec().market_env, 11 + 1, trainer.agent_name());
   CHECK(again.json() + "\n" == text);
+
+  // Each evaluated epoch's metrics hold the validation backtest; the last
+  // is the trained learner's (the validation split, never the test split).
+  std::istringstream metrics(slurp(out + "/metrics.jsonl"));
+  std::string line;
+  Json last;
+  while (std::getline(metrics, line)) {
+    last = Json::parse(line);
+    CHECK(last.contains("val_total_return"));
+  }
+  REQUIRE(last.at("epoch") == 2);
+  const auto validation =
+      foxrl::evaluate_market(trainer.space(), trainer.agent(), trainer.adapter(), trainer.market()->features, market,
+                             market.splits.validation, trainer.spec().market_env, 11 + 1, trainer.agent_name());
+  CHECK(validation.first_bar >= market.splits.validation.begin);
+  CHECK(validation.first_bar + validation.bars == market.splits.validation.end);
+  CHECK(last.at("val_total_return").get<double>() == validation.strategies.at(0).metrics.total_return);
+  CHECK(last.at("val_sharpe").get<double>() == validation.strategies.at(0).metrics.sharpe);
+  CHECK(last.at("val_trades").get<long>() == validation.strategies.at(0).metrics.trades);
+  CHECK(last.at("val_buy_and_hold_return").get<double>() == validation.strategies.at(1).metrics.total_return);
+  REQUIRE(summary.epochs.size() == 2);
+  REQUIRE(summary.epochs.back().validation);
+  bool logged = false;
+  for (const auto& l : lines) logged = logged || l.find("\nvalidation backtest: net return ") != std::string::npos;
+  CHECK(logged);
 }
 
 TEST_CASE("offline market run: resumed, the same evaluation; --overwrite removes it",
@@ -254,6 +293,7 @@ TEST_CASE("offline market run: resumed, the same evaluation; --overwrite removes
   { foxrl::OfflineTrainingRun(small_run(data, part, 2), true).run(); }
   CHECK(slurp(part + "/evaluation.json") == slurp(full + "/evaluation.json"));
   CHECK(slurp(part + "/evaluation_backtest.csv") == slurp(full + "/evaluation_backtest.csv"));
+  CHECK(metrics_without_timing(part + "/metrics.jsonl") == metrics_without_timing(full + "/metrics.jsonl"));
 
   // A CartPole run replacing the market run leaves none of its evaluation.
   { foxrl::OfflineTrainingRun(small_run(cartpole_dataset(dir), full, 1), false, true).run(); }

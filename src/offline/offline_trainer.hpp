@@ -10,7 +10,9 @@
 // read; the epoch's metric means are read once at its end. Evaluation
 // plays one greedy episode in each of `eval_episodes` envs of the dataset's
 // env, seeded from seed + 1 every time, so epochs are compared on the same
-// start states. Market observations reach the learner normalised: through
+// start states; for a market dataset the evaluation adds the greedy
+// policy's continuous backtest on the validation split (net return,
+// Sharpe, trades). Market observations reach the learner normalised: through
 // the normaliser the behaviour policy saw (recorded in the dataset), else
 // through statistics of the dataset itself; the dataset is normalised once,
 // in place, at setup.
@@ -52,6 +54,13 @@
 
 namespace foxrl {
 
+/// The greedy policy's continuous backtest on a market's validation split
+/// (evaluate_market), with buy and hold on the same bars for scale.
+struct ValidationBacktest {
+  TradingMetrics agent;
+  double buy_and_hold_return = 0;  ///< net total return
+};
+
 /// What one epoch of an offline run did.
 struct OfflineEpochRecord {
   std::int64_t epoch = 0;
@@ -61,6 +70,9 @@ struct OfflineEpochRecord {
   /// The epoch's mean of each metric the learner reports, in its order.
   std::vector<std::pair<std::string, double>> metrics;
   std::optional<EpisodeEvaluation> evaluation;  ///< when this epoch was evaluated
+  /// Market datasets, when this epoch was evaluated: the greedy policy's
+  /// continuous backtest on the validation split (never the test split).
+  std::optional<ValidationBacktest> validation;
 };
 
 template <class ExecSpace>
@@ -122,8 +134,10 @@ class OfflineTrainer {
     r.updates_per_s = r.seconds > 0 ? double(config_.updates_per_epoch) / r.seconds : 0.0;
     for (const auto& s : agent_->metric_slots())
       r.metrics.emplace_back(s.name, sums(s.slot) / double(config_.updates_per_epoch));
-    if (config_.eval_episodes > 0 && (epoch_ % config_.eval_every == 0 || epoch_ == config_.epochs))
+    if (config_.eval_episodes > 0 && (epoch_ % config_.eval_every == 0 || epoch_ == config_.epochs)) {
       r.evaluation = evaluate(static_cast<int>(config_.eval_episodes));
+      r.validation = validation_backtest();
+    }
     return r;
   }
 
@@ -166,6 +180,18 @@ class OfflineTrainer {
   EvaluationReport evaluate_test_split() {
     if (!market_) throw LogicError("OfflineTrainer::evaluate_test_split: the dataset is not of the market env");
     return evaluate_market_split(*market_, market_->data.splits.test);
+  }
+
+  /// Market datasets with a validation split of two or more decision bars:
+  /// its continuous backtest (evaluate_market_split); else nothing.
+  std::optional<ValidationBacktest> validation_backtest() {
+    if (!market_) return std::nullopt;
+    const MarketSplit& v = market_->data.splits.validation;
+    const int first = std::max(v.begin, spec_.market_env.observation.min_decision_bar());
+    if (v.end - first < 2) return std::nullopt;
+    const EvaluationReport report = evaluate_market_split(*market_, v);
+    // The report's rows: the agent, then buy and hold (build_evaluation_report).
+    return ValidationBacktest{report.strategies.at(0).metrics, report.strategies.at(1).metrics.total_return};
   }
 
   /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".

@@ -116,6 +116,14 @@ std::string format_offline_epoch_log(const OfflineEpochRecord& r) {
                   e.unfinished > 0 ? (", " + std::to_string(e.unfinished) + " unfinished").c_str() : "");
     line += m;
   }
+  if (r.validation) {
+    const auto& v = *r.validation;
+    char m[192];
+    std::snprintf(m, sizeof m,
+                  "\nvalidation backtest: net return %.2f%%, Sharpe %.2f, %ld trades (buy and hold %.2f%%)",
+                  100 * v.agent.total_return, v.agent.sharpe, v.agent.trades, 100 * v.buy_and_hold_return);
+    line += m;
+  }
   return line;
 }
 
@@ -132,6 +140,12 @@ std::string offline_epoch_json(const OfflineEpochRecord& r) {
     j["eval_return_std"] = r.evaluation->std;
     j["eval_return_min"] = r.evaluation->min;
     j["eval_return_max"] = r.evaluation->max;
+  }
+  if (r.validation) {
+    j["val_total_return"] = r.validation->agent.total_return;
+    j["val_sharpe"] = r.validation->agent.sharpe;
+    j["val_trades"] = r.validation->agent.trades;
+    j["val_buy_and_hold_return"] = r.validation->buy_and_hold_return;
   }
   return j.dump();
 }

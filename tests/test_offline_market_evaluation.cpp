@@ -160,7 +160,7 @@ std::vector<double> recompute_positions(foxrl::OfflineTrainer<Exec>& trainer, in
 
 }  // namespace
 
-TEST_CASE("offline market run: the test split's table and files; baselines and the policy's row recomputed",
+TEST_CASE("offline market run: the test split's table and files, baselines and the policy's row recomputed",
           "[offline][train-offline][eval]") {
   foxrl::test::TempDir dir;
   const std::string data = market_dataset(dir);
@@ -283,7 +283,7 @@ TEST_CASE("offline market run: the test split's table and files; baselines and t
   CHECK(logged);
 }
 
-TEST_CASE("offline market run: resumed, the same evaluation; --overwrite removes it",
+TEST_CASE("offline market run: resumed, the same evaluation, and --overwrite removes it",
           "[offline][train-offline][eval]") {
   foxrl::test::TempDir dir;
   const std::string data = market_dataset(dir);

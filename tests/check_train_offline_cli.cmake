@@ -1,5 +1,7 @@
 # `foxrl train-offline` from the command line: a run on a collected
-# CartPole dataset writes its directory and resumes; --help-config lists
+# CartPole dataset writes its directory and resumes; a run on a market
+# dataset ends with the evaluation table and files of `foxrl train`, and
+# `foxrl eval --run` reproduces its evaluation.json; --help-config lists
 # the keys; a missing dataset, an unknown key and a bad algo exit 2 with a
 # message naming them. -DCLI, -DWORK (scratch).
 file(REMOVE_RECURSE ${WORK})
@@ -45,6 +47,37 @@ endforeach()
 run_ok(out train-offline --resume --set out_dir=${WORK}/run --set epochs=2)
 expect_match("${out}" "resumed from the checkpoint of epoch 1 \\(10 updates\\)" "resume line")
 expect_match("${out}" "Epoch 2 complete in [0-9.]+ s: 20 updates" "resumed epoch line")
+
+# eval --run on an offline CartPole run: greedy episodes, like a DQN run's.
+run_ok(out eval --run ${WORK}/run --episodes 3)
+expect_match("${out}" "greedy policy, 3 episodes: return" "offline eval (cartpole)")
+if(NOT EXISTS ${WORK}/run/evaluation_episodes_epoch-2.json)
+  message(FATAL_ERROR "eval --run (offline cartpole) did not write evaluation_episodes_epoch-2.json")
+endif()
+expect_error(2 "--data: the run .* trained on cartpole" eval --run ${WORK}/run --data ${WORK}/absent.csv)
+
+# A market dataset: the run ends with the test split's table and files.
+set(market ${WORK}/market.safetensors)
+run_ok(collected collect --set env=market --set synthetic_bars=2000 --set window=16 --set episode_length=30
+       --set num_envs=4 --set seed=3 --steps 800 --out ${market})
+run_ok(out train-offline --dataset ${market} --algo bc ${small} --set epochs=1 --set out_dir=${WORK}/market-run)
+expect_match("${out}" "Evaluation on [^\n]* bars, cost 5 bp" "market table")
+foreach(row "agent \\(greedy BC\\)" "buy and hold" "always flat" "random, same trades" "MA crossover 20/100")
+  expect_match("${out}" "\n${row} +-?[0-9]" "market table row")
+endforeach()
+foreach(f evaluation.json evaluation_backtest.csv equity.svg)
+  if(NOT EXISTS ${WORK}/market-run/${f})
+    message(FATAL_ERROR "train-offline (market) did not write ${f}")
+  endif()
+endforeach()
+# eval --run: the same policy on the same split, the same record.
+run_ok(out eval --run ${WORK}/market-run)
+expect_match("${out}" "agent \\(greedy BC\\)" "offline eval (market)")
+file(READ ${WORK}/market-run/evaluation.json trained)
+file(READ ${WORK}/market-run/evaluation_test_epoch-1.json evaluated)
+if(NOT trained STREQUAL evaluated)
+  message(FATAL_ERROR "eval --run of the offline market run differs from its evaluation.json")
+endif()
 
 run_ok(help train-offline --help-config)
 expect_match("${help}" "expectile = 0.7" "--help-config")

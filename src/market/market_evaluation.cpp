@@ -82,7 +82,7 @@ std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int 
 
 EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
                                          const std::vector<double>& agent_positions, double cost, double bars_per_year,
-                                         std::uint64_t seed) {
+                                         std::uint64_t seed, const std::string& agent_name) {
   const int count = static_cast<int>(agent_positions.size());
   if (first < 0 || count < 1 || static_cast<std::size_t>(first) + agent_positions.size() > series.size()) {
     throw LogicError("build_evaluation_report: bars [" + std::to_string(first) + ", " + std::to_string(first + count) +
@@ -100,14 +100,30 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
       series.source + " bars " + std::to_string(first) + " .. " + std::to_string(first + count - 1) + " (" +
       format_timestamp(series.timestamp[static_cast<std::size_t>(first)]).substr(0, 10) + " .. " +
       format_timestamp(series.timestamp[static_cast<std::size_t>(first + count - 1)]).substr(0, 10) + ")";
-  report.strategies.push_back(
-      price_strategy("agent (greedy DQN)", report.market_returns, agent_positions, cost, bars_per_year));
+  report.strategies.push_back(price_strategy(agent_name, report.market_returns, agent_positions, cost, bars_per_year));
   const long agent_trades = report.strategies.front().metrics.trades;
   for (auto& b : baseline_strategies(series, first, count, cost, bars_per_year, agent_trades, seed)) {
     report.strategies.push_back(std::move(b));
   }
   return report;
 }
+
+namespace detail {
+
+EvaluationReport market_evaluation_report(const MarketSetup& market, int first, const std::vector<double>& positions,
+                                          const std::vector<double>& env_rewards, double cost, std::uint64_t seed,
+                                          const std::string& agent_name) {
+  // The agent is priced on the host in float64 from its positions, like the
+  // baselines: the device rewards (float32) are not needed for the report.
+  EvaluationReport report = build_evaluation_report(market.series, first, positions, cost,
+                                                    market.annualisation.bars_per_year, seed, agent_name);
+  report.annualisation_basis = market.annualisation.basis;
+  report.record = evaluation_record(market);
+  report.env_rewards = env_rewards;
+  return report;
+}
+
+}  // namespace detail
 
 EvaluationReport EvaluationReport::repriced(double new_cost) const {
   EvaluationReport out = *this;

@@ -10,18 +10,21 @@
 // cost, net return, equity per bar), and the baselines on the same bars
 // with the same cost model.
 
-#include "agents/dqn/dqn_learner.hpp"
+#include "core/compat.hpp"
+#include "core/error.hpp"
 #include "kernels/market/evaluation_kernels.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
 #include "market/trading_metrics.hpp"
+#include "views/nn/matrix.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace foxrl {
@@ -105,12 +108,15 @@ std::vector<double> crossover_positions(const std::vector<double>& closes, int f
 std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int first, int count, double cost,
                                                 double bars_per_year, long agent_trades, std::uint64_t seed);
 
+/// The agent's row name in a DQN run's report.
+inline constexpr const char* kDqnAgentName = "agent (greedy DQN)";
+
 /// The report of an agent that held `agent_positions` over bars [first,
 /// first + agent_positions.size()) of `series`, with the baselines on the
-/// same bars and costs.
+/// same bars and costs; `agent_name` names the agent's row.
 EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
                                          const std::vector<double>& agent_positions, double cost, double bars_per_year,
-                                         std::uint64_t seed);
+                                         std::uint64_t seed, const std::string& agent_name = kDqnAgentName);
 
 /// The run record of an evaluation on `market`.
 EvaluationRecord evaluation_record(const MarketSetup& market);
@@ -119,14 +125,19 @@ EvaluationRecord evaluation_record(const MarketSetup& market);
 /// at each of `costs_bps` (basis points per unit of position change).
 std::string cost_sensitivity_table(const EvaluationReport& report, const std::vector<double>& costs_bps);
 
-/// Greedy evaluation of `learner` on `split`; the adapter (if any) is frozen
-/// for the evaluation and restored to its previous mode afterwards.
-template <class ExecSpace>
-EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& learner,
-                                 SignalAdapter<ExecSpace>* adapter, const MarketFeatures<ExecSpace>& features,
-                                 const MarketSetup& market, const MarketSplit& split, MarketEnvConfig env_config,
-                                 std::uint64_t seed) {
-  using Mem = typename ExecSpace::memory_space;
+namespace detail {
+
+// The parts of evaluate_market that do not depend on the policy, not
+// templated on its type: every kernel of the evaluation is launched from
+// here (through the env, the adapter and kernels::record_evaluation_step),
+// never from evaluate_market itself, so its policy may be of any type, one
+// local to the caller too (nvcc refuses such a type in the template
+// arguments of a function that launches extended lambdas).
+
+/// The first evaluated bar of `split` under `env_config`'s lookback, and
+/// how many bars follow it; UsageError when fewer than two.
+inline std::pair<int, int> evaluated_bars(const MarketSetup& market, const MarketSplit& split,
+                                          const MarketEnvConfig& env_config) {
   const int lookback = env_config.observation.min_decision_bar();
   const int first = split.begin > lookback ? split.begin : lookback;
   const int length = split.end - first;
@@ -134,50 +145,117 @@ EvaluationReport evaluate_market(const ExecSpace& space, DqnLearner<ExecSpace>& 
     throw UsageError(market.series.source + ": the evaluation split has " + std::to_string(length) +
                      " usable bars after a lookback of " + std::to_string(lookback));
   }
+  return {first, length};
+}
+
+/// The device side of one continuous backtest: a single env from the first
+/// evaluated bar to the split's last, the views its steps are recorded in,
+/// and the observations the policy sees (normalised by the frozen adapter
+/// when there is one; its previous mode is restored on destruction).
+template <class ExecSpace>
+class MarketBacktest {
+ public:
+  using memory_space = typename ExecSpace::memory_space;
+
+  MarketBacktest(const ExecSpace& space, SignalAdapter<ExecSpace>* adapter, const MarketFeatures<ExecSpace>& features,
+                 const MarketSplit& split, MarketEnvConfig env_config, int first, int length, std::uint64_t seed)
+      : adapter_(adapter),
+        was_frozen_(adapter != nullptr && adapter->frozen()),
+        env_(space, features, split, 1, seed, with_episode_length(env_config, length)),
+        rewards_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::rewards"), length, 1),
+        positions_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::positions"), length, 1),
+        actions_(Kokkos::view_alloc(space, "foxrl::Evaluation::actions"), 1) {
+    env_.set_start(space, 0, first);
+    if (adapter_ != nullptr) {
+      normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::normalized"), 1,
+                             env_.obs_dim());
+      adapter_->set_frozen(true);
+    }
+  }
+  ~MarketBacktest() {
+    if (adapter_ != nullptr) adapter_->set_frozen(was_frozen_);
+  }
+  MarketBacktest(const MarketBacktest&) = delete;
+  MarketBacktest& operator=(const MarketBacktest&) = delete;
+
+  /// The states the policy decides the current bar from.
+  ConstMatrix<memory_space> states(const ExecSpace& space) {
+    if (adapter_ == nullptr) return ConstMatrix<memory_space>(env_.observations());
+    adapter_->normalize(space, env_.observations(), normalized_);
+    return ConstMatrix<memory_space>(normalized_);
+  }
+  /// Where the policy writes its action.
+  const Kokkos::View<std::int32_t*, memory_space>& actions() const { return actions_; }
+  /// Steps the env with actions() and records bar `t`'s reward and position.
+  void step(const ExecSpace& space, int t) {
+    env_.step(space, actions_);
+    kernels::record_evaluation_step(space, t, env_.step_result().rewards, actions_, rewards_, positions_);
+  }
+  /// The recorded positions and the env's rewards, on the host. Fences.
+  void copy_back(const ExecSpace& space, std::vector<double>& positions, std::vector<double>& rewards) const {
+    auto h_positions = Kokkos::create_mirror_view(Kokkos::HostSpace(), positions_);
+    auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards_);
+    Kokkos::deep_copy(space, h_positions, positions_);
+    Kokkos::deep_copy(space, h_rewards, rewards_);
+    compat::fence(space, "foxrl::Evaluation::copy_back");
+    const auto n = static_cast<std::size_t>(positions_.extent(0));
+    positions.resize(n);
+    rewards.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      positions[t] = h_positions(t, 0);
+      rewards[t] = h_rewards(t, 0);
+    }
+  }
+
+ private:
+  using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   // One episode from the first bar to the last: the env is truncated (and
   // would restart) only after the split's last bar.
-  env_config.episode_length = length;
-  MarketEnv<ExecSpace> env(space, features, split, 1, seed, env_config);
-  env.set_start(space, 0, first);
-
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> rewards(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::rewards"), length, 1);
-  Kokkos::View<std::int32_t**, Kokkos::LayoutRight, Mem> positions(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::positions"), length, 1);
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> normalized(
-      Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Evaluation::normalized"), 1, env.obs_dim());
-  Kokkos::View<std::int32_t*, Mem> actions(Kokkos::view_alloc(space, "foxrl::Evaluation::actions"), 1);
-  const bool was_frozen = adapter != nullptr && adapter->frozen();
-  if (adapter != nullptr) adapter->set_frozen(true);
-  for (int t = 0; t < length; ++t) {
-    if (adapter != nullptr) {
-      adapter->normalize(space, env.observations(), normalized);
-      learner.greedy_actions(space, normalized, actions);
-    } else {
-      learner.greedy_actions(space, env.observations(), actions);
-    }
-    env.step(space, actions);
-    kernels::record_evaluation_step(space, t, env.step_result().rewards, actions, rewards, positions);
+  static MarketEnvConfig with_episode_length(MarketEnvConfig c, int length) {
+    c.episode_length = length;
+    return c;
   }
-  if (adapter != nullptr) adapter->set_frozen(was_frozen);
-  auto h_positions = Kokkos::create_mirror_view(Kokkos::HostSpace(), positions);
-  auto h_rewards = Kokkos::create_mirror_view(Kokkos::HostSpace(), rewards);
-  Kokkos::deep_copy(space, h_positions, positions);
-  Kokkos::deep_copy(space, h_rewards, rewards);
-  compat::fence(space, "foxrl::Evaluation::copy_back");
 
-  const double per_year = market.annualisation.bars_per_year;
-  std::vector<double> agent_positions(static_cast<std::size_t>(length));
-  for (int t = 0; t < length; ++t) agent_positions[static_cast<std::size_t>(t)] = h_positions(t, 0);
-  // The agent is priced on the host in float64 from its positions, like the
-  // baselines: the device rewards (float32) are not needed for the report.
-  EvaluationReport report =
-      build_evaluation_report(market.series, first, agent_positions, env_config.cost, per_year, seed);
-  report.annualisation_basis = market.annualisation.basis;
-  report.record = evaluation_record(market);
-  report.env_rewards.resize(static_cast<std::size_t>(length));
-  for (int t = 0; t < length; ++t) report.env_rewards[static_cast<std::size_t>(t)] = h_rewards(t, 0);
-  return report;
+  SignalAdapter<ExecSpace>* adapter_;
+  bool was_frozen_;
+  MarketEnv<ExecSpace> env_;
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> rewards_;
+  Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space> positions_;
+  Kokkos::View<std::int32_t*, memory_space> actions_;
+  obs_view normalized_;
+};
+
+/// The report of the agent's recorded positions and rewards over bars
+/// [first, first + positions.size()), with the baselines.
+EvaluationReport market_evaluation_report(const MarketSetup& market, int first, const std::vector<double>& positions,
+                                          const std::vector<double>& env_rewards, double cost, std::uint64_t seed,
+                                          const std::string& agent_name);
+
+}  // namespace detail
+
+/// Greedy evaluation of `policy` on `split`: one continuous backtest (see
+/// the file comment) priced against the baselines. `policy` is any object
+/// with greedy_actions(space, ConstMatrix states, View<int32*> actions_out)
+/// that queues its work on `space` and takes one row (DqnLearner, an
+/// OfflineAgent); it sees the observations normalised by `adapter` (if
+/// any), which is frozen for the evaluation and restored to its previous
+/// mode afterwards. `agent_name` names its row of the report.
+template <class ExecSpace, class GreedyPolicy>
+EvaluationReport evaluate_market(const ExecSpace& space, GreedyPolicy& policy, SignalAdapter<ExecSpace>* adapter,
+                                 const MarketFeatures<ExecSpace>& features, const MarketSetup& market,
+                                 const MarketSplit& split, const MarketEnvConfig& env_config, std::uint64_t seed,
+                                 const std::string& agent_name = kDqnAgentName) {
+  const auto [first, length] = detail::evaluated_bars(market, split, env_config);
+  std::vector<double> positions, rewards;
+  {
+    detail::MarketBacktest<ExecSpace> backtest(space, adapter, features, split, env_config, first, length, seed);
+    for (int t = 0; t < length; ++t) {
+      policy.greedy_actions(space, backtest.states(space), backtest.actions());
+      backtest.step(space, t);
+    }
+    backtest.copy_back(space, positions, rewards);
+  }
+  return detail::market_evaluation_report(market, first, positions, rewards, env_config.cost, seed, agent_name);
 }
 
 }  // namespace foxrl

@@ -10,10 +10,16 @@
 // read; the epoch's metric means are read once at its end. Evaluation
 // plays one greedy episode in each of `eval_episodes` envs of the dataset's
 // env, seeded from seed + 1 every time, so epochs are compared on the same
-// start states. Market observations reach the learner normalised: through
+// start states; for a market dataset the evaluation adds the greedy
+// policy's continuous backtest on the validation split (net return,
+// Sharpe, trades). Market observations reach the learner normalised: through
 // the normaliser the behaviour policy saw (recorded in the dataset), else
 // through statistics of the dataset itself; the dataset is normalised once,
 // in place, at setup.
+//
+// A market run ends with the greedy policy's continuous backtest on the
+// test split next to the baselines (evaluate_test_split): what `foxrl
+// train` reports at its end, so online and offline agents compare alike.
 //
 // The state of a run is the learner's file plus the sampler's call counter
 // (OfflineManifest): a resumed run continues bit for bit.
@@ -24,6 +30,7 @@
 #include "core/host_mirror.hpp"
 #include "envs/episode_evaluation.hpp"
 #include "kernels/offline/metric_sums.hpp"
+#include "market/market_evaluation.hpp"
 #include "offline/offline_agent.hpp"
 #include "offline/offline_dataset.hpp"
 #include "offline/offline_manifest.hpp"
@@ -35,6 +42,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -46,6 +54,13 @@
 
 namespace foxrl {
 
+/// The greedy policy's continuous backtest on a market's validation split
+/// (evaluate_market), with buy and hold on the same bars for scale.
+struct ValidationBacktest {
+  TradingMetrics agent;
+  double buy_and_hold_return = 0;  ///< net total return
+};
+
 /// What one epoch of an offline run did.
 struct OfflineEpochRecord {
   std::int64_t epoch = 0;
@@ -55,6 +70,9 @@ struct OfflineEpochRecord {
   /// The epoch's mean of each metric the learner reports, in its order.
   std::vector<std::pair<std::string, double>> metrics;
   std::optional<EpisodeEvaluation> evaluation;  ///< when this epoch was evaluated
+  /// Market datasets, when this epoch was evaluated: the greedy policy's
+  /// continuous backtest on the validation split (never the test split).
+  std::optional<ValidationBacktest> validation;
 };
 
 template <class ExecSpace>
@@ -116,8 +134,10 @@ class OfflineTrainer {
     r.updates_per_s = r.seconds > 0 ? double(config_.updates_per_epoch) / r.seconds : 0.0;
     for (const auto& s : agent_->metric_slots())
       r.metrics.emplace_back(s.name, sums(s.slot) / double(config_.updates_per_epoch));
-    if (config_.eval_episodes > 0 && (epoch_ % config_.eval_every == 0 || epoch_ == config_.epochs))
+    if (config_.eval_episodes > 0 && (epoch_ % config_.eval_every == 0 || epoch_ == config_.epochs)) {
       r.evaluation = evaluate(static_cast<int>(config_.eval_episodes));
+      r.validation = validation_backtest();
+    }
     return r;
   }
 
@@ -143,6 +163,42 @@ class OfflineTrainer {
     // the bound only guards against an env that never ends an episode.
     const std::int64_t max_steps = std::max<std::int64_t>(100000, 2 * metadata_.config.episode_length);
     return evaluate_first_episodes(space, *env, act, max_steps);
+  }
+
+  /// Market datasets: the greedy policy on `split` of `market` (the
+  /// dataset's own market, or another one built with the dataset's config)
+  /// in one continuous backtest, next to the baselines; seeded from seed + 1
+  /// like the periodic evaluation. LogicError for a dataset of another env.
+  EvaluationReport evaluate_market_split(const MarketComponents<ExecSpace>& market, const MarketSplit& split) {
+    if (!market_) throw LogicError("OfflineTrainer::evaluate_market_split: the dataset is not of the market env");
+    return evaluate_market(context_.space(), *agent_, adapter_ ? &*adapter_ : nullptr, market.features, market.data,
+                           split, spec_.market_env, config_.seed + 1, agent_name());
+  }
+
+  /// evaluate_market_split on the test split of the dataset's market: the
+  /// report at the end of a market run.
+  EvaluationReport evaluate_test_split() {
+    if (!market_) throw LogicError("OfflineTrainer::evaluate_test_split: the dataset is not of the market env");
+    return evaluate_market_split(*market_, market_->data.splits.test);
+  }
+
+  /// Market datasets with a validation split of two or more decision bars:
+  /// its continuous backtest (evaluate_market_split); else nothing.
+  std::optional<ValidationBacktest> validation_backtest() {
+    if (!market_) return std::nullopt;
+    const MarketSplit& v = market_->data.splits.validation;
+    const int first = std::max(v.begin, spec_.market_env.observation.min_decision_bar());
+    if (v.end - first < 2) return std::nullopt;
+    const EvaluationReport report = evaluate_market_split(*market_, v);
+    // The report's rows: the agent, then buy and hold (build_evaluation_report).
+    return ValidationBacktest{report.strategies.at(0).metrics, report.strategies.at(1).metrics.total_return};
+  }
+
+  /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".
+  std::string agent_name() const {
+    std::string algo = config_.algo;
+    for (char& c : algo) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return "agent (greedy " + algo + ")";
   }
 
   /// Writes the learner (learner.safetensors) and the manifest
@@ -189,6 +245,12 @@ class OfflineTrainer {
   const DatasetMetadata& dataset_metadata() const { return metadata_; }
   std::int64_t dataset_rows() const { return rows_; }
   OfflineAgent<ExecSpace>& agent() { return *agent_; }
+  /// The dataset's market (null for other envs) and the frozen normaliser
+  /// the learner's inputs pass through (null when there is none).
+  const MarketComponents<ExecSpace>* market() const { return market_ ? &*market_ : nullptr; }
+  SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
+  /// The run setup of the dataset's env (its TrainConfig is dataset_metadata().config).
+  const RunSpec& spec() const { return spec_; }
   const ExecSpace& space() const { return context_.space(); }
   const OfflineTrainConfig& config() const { return config_; }
 

@@ -22,10 +22,10 @@ namespace {
 using Json = nlohmann::json;
 
 const RunFiles& offline_run_files() {
-  static const RunFiles files{
-      {"metrics.jsonl", "train.log", "config.json", "evaluation_episodes.json", "learning_curve_return.svg"},
-      2,
-      "foxrl train-offline --resume"};
+  static const RunFiles files{{"metrics.jsonl", "train.log", "config.json", "evaluation_episodes.json",
+                               "learning_curve_return.svg", "evaluation.json", "evaluation_backtest.csv", "equity.svg"},
+                              2,
+                              "foxrl train-offline --resume"};
   return files;
 }
 
@@ -116,6 +116,14 @@ std::string format_offline_epoch_log(const OfflineEpochRecord& r) {
                   e.unfinished > 0 ? (", " + std::to_string(e.unfinished) + " unfinished").c_str() : "");
     line += m;
   }
+  if (r.validation) {
+    const auto& v = *r.validation;
+    char m[192];
+    std::snprintf(m, sizeof m,
+                  "\nvalidation backtest: net return %.2f%%, Sharpe %.2f, %ld trades (buy and hold %.2f%%)",
+                  100 * v.agent.total_return, v.agent.sharpe, v.agent.trades, 100 * v.buy_and_hold_return);
+    line += m;
+  }
   return line;
 }
 
@@ -132,6 +140,12 @@ std::string offline_epoch_json(const OfflineEpochRecord& r) {
     j["eval_return_std"] = r.evaluation->std;
     j["eval_return_min"] = r.evaluation->min;
     j["eval_return_max"] = r.evaluation->max;
+  }
+  if (r.validation) {
+    j["val_total_return"] = r.validation->agent.total_return;
+    j["val_sharpe"] = r.validation->agent.sharpe;
+    j["val_trades"] = r.validation->agent.trades;
+    j["val_buy_and_hold_return"] = r.validation->buy_and_hold_return;
   }
   return j.dump();
 }
@@ -244,6 +258,7 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
       (d.policy.empty() ? std::string() : ", behaviour policy " + d.policy) +
       (d.policy == "epsilon-greedy" ? " epsilon " + short_number(d.epsilon) : std::string()) + "), seed " +
       std::to_string(config_.seed));
+  if (const auto* market = trainer.market()) say(market->data.describe());
   if (resume_) {
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
         std::to_string(trainer.updates()) + " updates) in " + config_.out_dir);
@@ -282,9 +297,18 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
   write_file_atomically(config_.out_dir + "/learning_curve_return.svg",
                         render_line_chart("Greedy evaluation return per epoch (" + config_.algo + ")", "epoch",
                                           "return", {returns}, options));
+  if (trainer.market()) {
+    // The test split, held out from the periodic evaluation (validation).
+    summary.evaluation = trainer.evaluate_test_split();
+    say(summary.evaluation->table());
+    write_file_atomically(config_.out_dir + "/evaluation.json", summary.evaluation->json() + "\n");
+    write_file_atomically(config_.out_dir + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
+    write_file_atomically(config_.out_dir + "/equity.svg", summary.evaluation->svg());
+  }
   say("outputs in " + config_.out_dir +
       ": train.log, metrics.jsonl, checkpoints/epoch-N/ (learner.safetensors + offline_checkpoint.json), "
-      "evaluation_episodes.json, learning_curve_return.svg");
+      "evaluation_episodes.json, learning_curve_return.svg" +
+      std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : ""));
   return summary;
 }
 

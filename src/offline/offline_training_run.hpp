@@ -6,7 +6,9 @@
 // (published atomically; the newest `keep_checkpoints` kept), resume from
 // the newest intact generation with the logs cut back to it (bit for bit
 // the uninterrupted run), refusal of a directory that holds a run unless
-// overwritten, and the learning curve of the greedy evaluation.
+// overwritten, the learning curve of the greedy evaluation, and for a
+// market dataset the final evaluation table against the baselines with
+// `foxrl train`'s files (evaluation.json, evaluation_backtest.csv, equity.svg).
 //
 //   foxrl::OfflineTrainConfig config;
 //   config.dataset = "cartpole.safetensors";
@@ -22,15 +24,18 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace foxrl {
 
-/// How an offline run ended: the records of this process's epochs.
+/// How an offline run ended: the records of this process's epochs, and for
+/// a market dataset the final evaluation on the test split.
 struct OfflineTrainingSummary {
   std::vector<OfflineEpochRecord> epochs;
   std::int64_t first_epoch = 0;  ///< epochs already done when the run started (resume)
+  std::optional<EvaluationReport> evaluation;
 };
 
 class OfflineTrainingRun {

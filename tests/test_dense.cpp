@@ -6,6 +6,7 @@
 #include "kernels/nn/small_dense.hpp"
 #include "nn/dense_ops.hpp"
 #include "nn/row_major_gemm.hpp"
+#include "support/random_values.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 
@@ -17,16 +18,7 @@
 
 namespace {
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, bool with_zeros = false) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = u(rng);
-    if (with_zeros && x < -0.3f) x = 0.0f;  // like a ReLU output
-  }
-  return v;
-}
+using foxrl::test::random_values;
 
 // float32 products of length K against float64: rounding grows ~sqrt(K) eps.
 constexpr double tolerance = 2e-5;

@@ -115,7 +115,7 @@ TEST_CASE("evaluation report: every strategy's gross minus net equals its cost p
   CHECK(report.strategies[2].metrics.cost_paid == 0);
 }
 
-TEST_CASE("evaluation report at cost 0 has gross equal to net; repricing keeps the positions", "[eval]") {
+TEST_CASE("evaluation report at cost 0 has gross equal to net, and repricing keeps the positions", "[eval]") {
   const auto series = zigzag_series(120);
   std::vector<double> agent(100);
   for (std::size_t i = 0; i < agent.size(); ++i) agent[i] = (i % 5) < 2 ? 1.0 : ((i % 5) == 3 ? -1.0 : 0.0);

@@ -98,7 +98,7 @@ TEST_CASE("bars per year measured from timestamps: daily equities, daily crypto,
   CHECK(fx_rate == Approx(5.0 * 52 * 1440).epsilon(0.02));  // the last, unfinished week counts as elapsed time
 }
 
-TEST_CASE("bars per year: gaps of missing data do not count; few bars give 252", "[market_setup]") {
+TEST_CASE("bars per year: gaps of missing data do not count, and few bars give 252", "[market_setup]") {
   std::vector<std::int64_t> crypto;
   for (int d = 0; d < 400; ++d) crypto.push_back(k2001 + d * kDay);
   // Three months missing: a gap beyond max(7 days, 10 x median).

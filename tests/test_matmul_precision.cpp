@@ -9,6 +9,7 @@
 #include "nn/matmul_precision.hpp"
 #include "nn/row_major_gemm.hpp"
 #include "support/device_copy.hpp"
+#include "support/random_values.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -32,13 +33,7 @@ double reference_round(float x, int bits) {
   return std::nearbyint(double(x) / ulp) * ulp;
 }
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+using foxrl::test::random_values;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include "core/execution_context.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "nn/mlp.hpp"
+#include "support/random_values.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
 
@@ -18,13 +19,7 @@
 
 namespace {
 
-std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+using foxrl::test::random_values;
 
 /// Float64 MLP over a flat parameter vector (ReLU trunk, plain head).
 struct HostMlp {
@@ -125,8 +120,8 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         foxrl::Mlp<Exec> mlp(space, layout, B + B2, B, ops, scratch, "foxrl::test::mlp");
         CHECK(!mlp.fuses_greedy());
 
-        const auto x1 = uniform(std::size_t(B) * obs, 1), x2 = uniform(std::size_t(B2) * obs, 2);
-        const auto c = uniform(std::size_t(B) * N, 3);
+        const auto x1 = random_values(std::size_t(B) * obs, 1), x2 = random_values(std::size_t(B2) * obs, 2);
+        const auto c = random_values(std::size_t(B) * N, 3);
         const auto X1 = foxrl::test::to_device(space, x1, B, obs);
         const auto X2 = foxrl::test::to_device(space, x2, B2, obs);
         const auto C = foxrl::test::to_device(space, c, B, N);

@@ -153,7 +153,7 @@ TEMPLATE_TEST_CASE("offline metric sums: float64 sums of every update's metrics"
   for (int k = 0; k < slots; ++k) CHECK(s(k) == Approx(expected[std::size_t(k)]).margin(1e-12));
 }
 
-TEST_CASE("offline run: logs, metrics, checkpoints; a resumed run equals the uninterrupted one bit for bit",
+TEST_CASE("offline run: logs, metrics, checkpoints, and a resumed run equals the uninterrupted one bit for bit",
           "[offline][train-offline]") {
   foxrl::test::TempDir dir;
   const std::string data = cartpole_dataset(dir, 600);

@@ -178,7 +178,7 @@ TEST_CASE("a resumed TrainingRun drops metrics after its checkpoint and continue
   fs::remove_all(split);
 }
 
-TEST_CASE("a fresh TrainingRun refuses a directory that holds a run; overwrite replaces it", "[training_run]") {
+TEST_CASE("a fresh TrainingRun refuses a directory that holds a run, and overwrite replaces it", "[training_run]") {
   const std::string dir = scratch_dir("occupied");
   {
     foxrl::TrainingRun run(tiny_config(dir));

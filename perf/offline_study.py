@@ -10,12 +10,20 @@ datasets, against the behaviour policy's own mean return.
         mixed.safetensors     50,000 random + 50,000 greedy transitions of the
                               solved checkpoint (foxrl dataset merge)
 
+  python3 perf/offline_study.py market-dataset --foxrl build/host/foxrl --out study/ [--set key=value ...]
+      Records market.safetensors: trains a DQN on the market config (foxrl's
+      built-in default plus --set), then collects --steps transitions (default
+      100,000) of its final checkpoint with epsilon --epsilon (default 0.2).
+
   python3 perf/offline_study.py quality --foxrl build/host/foxrl --dataset study/mediocre.safetensors ...
       Trains every --algos x --seeds run on each dataset and prints a Markdown
       table: per algorithm the median, min and max over seeds of the greedy
       policy's mean return at the last epoch (no epoch is picked by its
       evaluation), next to the behaviour policy's mean episode return
       (`foxrl dataset info --json`). --json FILE writes every run's numbers.
+      On a market dataset it also prints each run's test-split evaluation
+      (evaluation.json: net total return and Sharpe of the greedy policy,
+      next to buy-and-hold, flat and the turnover-matched random baseline).
 
   python3 perf/offline_study.py throughput --foxrl ... --dataset D
       Updates per second of each algorithm (eval off): the median over the
@@ -77,6 +85,33 @@ def cmd_datasets(a):
         print(f"{name}: behaviour mean return {mean} over {count} episodes")
 
 
+def cmd_market_dataset(a):
+    os.makedirs(a.out, exist_ok=True)
+    dqn = os.path.join(a.out, "market-dqn")
+    shutil.rmtree(dqn, ignore_errors=True)
+    cmd = [a.foxrl, "train", "--set", "env=market", "--set", f"out_dir={dqn}", "--set", f"seed={a.seed}"]
+    for kv in a.set:
+        cmd += ["--set", kv]
+    run(cmd)
+    checkpoints = sorted(os.listdir(os.path.join(dqn, "checkpoints")))
+    final = os.path.join(dqn, "checkpoints", checkpoints[-1])
+    out = os.path.join(a.out, "market.safetensors")
+    run([a.foxrl, "collect", "--run", final, "--policy", "epsilon-greedy", "--epsilon", str(a.epsilon), "--steps",
+         str(a.steps), "--out", out])
+    mean, count = behaviour_return(a.foxrl, out)
+    print(f"market: behaviour mean episode return {mean} over {count} episodes")
+
+
+def market_rows(out_dir):
+    """name -> (net total return, Sharpe, trades) of the run's test-split evaluation, if it has one."""
+    path = os.path.join(out_dir, "evaluation.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        report = json.load(f)
+    return {r["name"]: (r["total_return"], r["sharpe"], r["trades"]) for r in report["strategies"]}
+
+
 def train(a, dataset, algo, seed, out_dir, extra):
     cmd = [a.foxrl, "train-offline", "--dataset", dataset, "--algo", algo, "--overwrite", "--set", f"seed={seed}",
            "--set", f"out_dir={out_dir}"]
@@ -89,6 +124,7 @@ def train(a, dataset, algo, seed, out_dir, extra):
 def cmd_quality(a):
     rows = []
     records = []
+    market_table = []
     for dataset in a.dataset:
         name = os.path.splitext(os.path.basename(dataset))[0]
         behaviour, episodes = behaviour_return(a.foxrl, dataset)
@@ -100,10 +136,14 @@ def cmd_quality(a):
                 lines = train(a, dataset, algo, seed, out_dir, [])
                 final = lines[-1]
                 finals[algo].append(final["eval_return_mean"])
-                records.append({"dataset": name, "algo": algo, "seed": seed, "final_return": final["eval_return_mean"],
-                                "final_return_std": final["eval_return_std"], "episodes": final["eval_episodes"],
-                                "updates": final["updates"],
-                                "curve": [l.get("eval_return_mean") for l in lines]})
+                record = {"dataset": name, "algo": algo, "seed": seed, "final_return": final["eval_return_mean"],
+                          "final_return_std": final["eval_return_std"], "episodes": final["eval_episodes"],
+                          "updates": final["updates"], "curve": [l.get("eval_return_mean") for l in lines]}
+                market = market_rows(out_dir)
+                if market:
+                    record["test_split"] = market
+                    market_table.append((name, algo, seed, market))
+                records.append(record)
         rows.append((name, behaviour, episodes, finals))
     print()
     print("| dataset | behaviour (mean episode return) | " + " | ".join(
@@ -113,8 +153,20 @@ def cmd_quality(a):
         cells = []
         for algo in a.algos.split(","):
             v = finals[algo]
-            cells.append(f"{statistics.median(v):.1f} [{min(v):.1f}, {max(v):.1f}]")
-        print(f"| {name} | {behaviour:.1f} ({episodes} episodes) | " + " | ".join(cells) + " |")
+            cells.append(f"{statistics.median(v):.4g} [{min(v):.4g}, {max(v):.4g}]")
+        print(f"| {name} | {behaviour:.4g} ({episodes} episodes) | " + " | ".join(cells) + " |")
+    if market_table:
+        print()
+        print("Test split (net of costs; `evaluation.json` of each run): total return / Sharpe / trades")
+        print()
+        print("| dataset | algo | seed | greedy policy | buy and hold | always flat | random, same turnover |")
+        print("|---|---|---|---|---|---|---|")
+        cell = lambda v: f"{v[0]:+.4f} / {v[1]:.2f} / {v[2]}" if v else "-"
+        for name, algo, seed, m in market_table:
+            agent = next((v for k, v in m.items() if k.startswith("agent")), None)
+            random_row = next((v for k, v in m.items() if k.startswith("random")), None)
+            print(f"| {name} | {algo} | {seed} | {cell(agent)} | {cell(m.get('buy and hold'))} | "
+                  f"{cell(m.get('always flat'))} | {cell(random_row)} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(records, f, indent=1)
@@ -139,6 +191,13 @@ def main():
     d.add_argument("--dqn-config", default=os.path.join(os.path.dirname(__file__), "configs", "cartpole-learn.json"))
     d.add_argument("--mediocre-epoch", type=int, default=3)
     d.add_argument("--seed", type=int, default=1)
+    m = sub.add_parser("market-dataset")
+    m.add_argument("--foxrl", required=True)
+    m.add_argument("--out", required=True)
+    m.add_argument("--seed", type=int, default=1)
+    m.add_argument("--epsilon", type=float, default=0.2)
+    m.add_argument("--steps", type=int, default=100000)
+    m.add_argument("--set", action="append", default=[], help="config override of the DQN run (key=value)")
     for name in ("quality", "throughput"):
         q = sub.add_parser(name)
         q.add_argument("--foxrl", required=True)
@@ -149,7 +208,8 @@ def main():
         q.add_argument("--set", action="append", default=[], help="config override for every run (key=value)")
         q.add_argument("--json")
     a = p.parse_args()
-    {"datasets": cmd_datasets, "quality": cmd_quality, "throughput": cmd_throughput}[a.command](a)
+    {"datasets": cmd_datasets, "market-dataset": cmd_market_dataset, "quality": cmd_quality,
+     "throughput": cmd_throughput}[a.command](a)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // moving-average crossover without look-ahead) and its run record in
 // evaluation.json (version, data hash, rows, splits, cost model,
 // annualisation); SHA-256 against the standard's test vectors.
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "io/sha256.hpp"
 #include "market/market_evaluation.hpp"
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -113,6 +115,7 @@ TEST_CASE("evaluation.json records the version, data hash, rows, splits, cost mo
   report.record = foxrl::evaluation_record(market);
   const auto j = nlohmann::json::parse(report.json());
   CHECK(j["foxrl_version"].get<std::string>().size() > 0);
+  CHECK(j["foxrl_commit"] == std::string(foxrl::build_commit()));
   CHECK(j["data"]["sha256"] == foxrl::sha256_hex(csv));
   CHECK(j["data"]["origin"] == config.data);
   CHECK(j["data"]["rows_loaded"] == 400);
@@ -137,4 +140,24 @@ TEST_CASE("evaluation.json records the version, data hash, rows, splits, cost mo
   const auto generated = foxrl::evaluation_record(foxrl::prepare_market(synthetic));
   CHECK(generated.data_sha256.empty());
   CHECK(generated.data_origin == "synthetic:regime, 2000 bars, seed 1");
+}
+
+TEST_CASE("the build's commit is the source checkout's HEAD, or unknown outside git", "[eval][record]") {
+  // Asked of git independently of the build's script; a checkout with
+  // uncommitted changes to tracked files carries "+dirty".
+  const std::string command = std::string("git -C \"") + FOXRL_SOURCE_DIR + "\" rev-parse --short=12 HEAD 2>/dev/null";
+  std::string head;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char line[64] = {};
+    if (std::fgets(line, sizeof line, pipe) != nullptr) head = line;
+    pclose(pipe);
+  }
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+  const std::string commit = foxrl::build_commit();
+  if (head.empty()) {
+    CHECK(commit == "unknown");
+  } else {
+    INFO("git HEAD " << head << ", build_commit " << commit);
+    CHECK((commit == head || commit == head + "+dirty"));
+  }
 }

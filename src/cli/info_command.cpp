@@ -3,6 +3,7 @@
 // Kokkos configuration (version, backends, the default execution space and
 // its concurrency), how dense layers are computed, and every visible device.
 #include "cli/commands.hpp"
+#include "core/build_info.hpp"
 #include "core/execution_context.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -69,7 +70,7 @@ void print_devices(std::ostream& out) {
 
 int run_info(bool full) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  std::cout << "foxrl " FOXRL_VERSION "\n"
+  std::cout << "foxrl " FOXRL_VERSION " (commit " << build_commit() << ")\n"
             << "build:          " << FOXRL_BUILD_TYPE << ", C++" << __cplusplus / 100 % 100 << "\n"
             << "Kokkos:         " << kokkos_version() << ", backends " << enabled_backends() << "\n"
             << "default space:  " << Exec::name() << " (concurrency " << Exec().concurrency() << ")\n"

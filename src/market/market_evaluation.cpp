@@ -1,5 +1,6 @@
 #include "market/market_evaluation.hpp"
 
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "io/svg_chart.hpp"
 
@@ -211,6 +212,7 @@ EvaluationRecord evaluation_record(const MarketSetup& market) {
 std::string EvaluationReport::json() const {
   nlohmann::json j;
   j["foxrl_version"] = FOXRL_VERSION;
+  j["foxrl_commit"] = build_commit();
   nlohmann::json data;
   data["origin"] = record.data_origin;
   data["sha256"] = record.data_sha256;

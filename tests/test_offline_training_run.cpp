@@ -5,10 +5,12 @@
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
+#include "io/safetensors.hpp"
 #include "kernels/offline/metric_sums.hpp"
 #include "offline/offline_manifest.hpp"
 #include "offline/offline_train_config.hpp"
 #include "offline/offline_training_run.hpp"
+#include "support/dataset_builder.hpp"
 #include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
 
@@ -16,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -266,4 +270,55 @@ TEST_CASE("offline run: a missing or malformed dataset is named", "[offline][tra
   CHECK_THROWS_WITH(foxrl::OfflineTrainingRun(c).run(), Catch::Contains("absent.safetensors"));
   c.dataset = dir.write("junk.safetensors", "not a safetensors file");
   CHECK_THROWS_WITH(foxrl::OfflineTrainingRun(c).run(), Catch::Contains("junk.safetensors"));
+}
+
+TEST_CASE("offline run: a transition that breaks the Q losses is rejected by the guards and logged",
+          "[offline][train-offline][guard]") {
+  foxrl::test::TempDir dir;
+  // 2 envs x 20 episodes of 10 unit rewards, one reward of 1e30 (finite, so
+  // the dataset loads): every batch that samples it overflows the squared
+  // TD error of the Q networks to infinity.
+  std::vector<std::vector<foxrl::test::EpisodeSpec>> episodes(2);
+  for (auto& env : episodes)
+    for (int e = 0; e < 20; ++e) env.push_back({std::vector<float>(10, 1.0f), true, false});
+  episodes[1][4].rewards[6] = 1e30f;
+  const std::string dataset = dir.file("poisoned.safetensors");
+  foxrl::test::HostDataset::from_episodes(episodes).write(dataset);
+  for (const std::string algo : {"iql", "cql"}) {
+    DYNAMIC_SECTION(algo) {
+      auto c = small_run(dataset, dir.file("run-" + algo), algo);
+      c.updates_per_epoch = 40;
+      c.eval_episodes = 2;
+      foxrl::OfflineTrainingRun run(c);
+      const auto lines = run_lines(run);
+      std::int64_t rejected = 0;
+      std::istringstream in(slurp(c.out_dir + "/metrics.jsonl"));
+      std::string line;
+      while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        rejected = j.at("rejected_total").get<std::int64_t>();
+      }
+      // 120 batches of 32 out of 400 rows: the row is drawn in about 9 of
+      // them (0 with probability (1 - 32/400)^120 ~ 5e-5; the seed is fixed).
+      CHECK(rejected > 0);
+      bool logged = false;
+      for (const auto& l : lines) logged = logged || l.find("guard: ") != std::string::npos;
+      CHECK(logged);
+      // The weights, targets and moments the run ends with are all finite.
+      const auto file = foxrl::safetensors::read(generation(c.out_dir, 3) + "/learner.safetensors");
+      std::int64_t floats = 0, nonfinite = 0;
+      for (const auto& t : file.tensors) {
+        if (t.dtype != "F32") continue;
+        for (std::size_t i = 0; i + 4 <= t.data.size(); i += 4) {
+          float x;
+          std::memcpy(&x, t.data.data() + i, 4);
+          ++floats;
+          nonfinite += !std::isfinite(x);
+        }
+      }
+      CHECK(floats > 0);
+      CHECK(nonfinite == 0);
+      CHECK(std::filesystem::exists(generation(c.out_dir, 3) + "/guard.safetensors"));
+    }
+  }
 }

@@ -41,10 +41,18 @@ struct GuardDecision {
   double spike_factor = 100.0;
   int max_bad = 5;
   double lr_decay = 0.5;
+  /// Where the update's loss is read when set: slot `loss_slot` of a view
+  /// the learner's loss kernel writes (an offline learner's OfflineMetrics,
+  /// one slot per network); unset: metrics(LearnerMetrics::loss).
+  Kokkos::View<const float*, MemorySpace> loss_source;
+  int loss_slot = 0;
+  /// Spikes are judged against the window's largest loss instead of its
+  /// median (the offline learners: see GuardConfig::spike_over_window_max).
+  bool spike_over_max = false;
 
   KOKKOS_INLINE_FUNCTION void operator()(float grad_sq, float nonfinite_params) const {
     metrics(LearnerMetrics::grad_sq) = grad_sq;
-    const float loss = metrics(LearnerMetrics::loss);
+    const float loss = loss_source.data() != nullptr ? loss_source(loss_slot) : metrics(LearnerMetrics::loss);
     const bool weights_bad = nonfinite_params > 0.0f;
     const bool nonfinite = weights_bad || !math::isfinite(loss) || !math::isfinite(grad_sq);
     // Tells the Adam launch whether non-finite td errors are the rows' own
@@ -54,8 +62,8 @@ struct GuardDecision {
     bool spike = false;
     // A zero median (losses exactly 0) gives no scale to compare against.
     if (!nonfinite && n >= GuardState::min_losses) {
-      const double median = running_median(n);
-      spike = median > 0.0 && static_cast<double>(loss) > spike_factor * median;
+      const double reference = spike_over_max ? state(GuardState::sorted + n - 1) : running_median(n);
+      spike = reference > 0.0 && static_cast<double>(loss) > spike_factor * reference;
     }
     const bool bad = nonfinite || spike;
     metrics(LearnerMetrics::rejected) = bad ? 1.0f : 0.0f;

@@ -31,6 +31,13 @@ struct GuardConfig {
   float spike_factor = 100.0f;  ///< loss > factor x running median: rejected
   int max_bad = 5;              ///< consecutive rejections before a restore
   float lr_decay = 0.5f;        ///< learning-rate factor per restore
+  /// Judge spikes against the largest loss of the window rather than its
+  /// median. The offline learners set it: a regression on a fixed dataset
+  /// can drive its loss toward zero, where a harmless 100x rise over a
+  /// tiny median would otherwise be rejected again and again (and the
+  /// restores would decay the learning rate); the largest recent loss
+  /// keeps the scale of where training came from.
+  bool spike_over_window_max = false;
 
   void validate() const {
     auto bad = [](const std::string& field, const std::string& why) {
@@ -127,16 +134,24 @@ class TrainingGuard {
     kernels::guard_snapshot(space, state_, pairs(), step_, snapshot_step_, force);
   }
 
-  /// The decision functor for gradient_sq_norm_then.
-  kernels::GuardDecision<memory_space> decision(const Kokkos::View<float*, memory_space>& metrics) const {
+  /// The decision functor for gradient_sq_norm_then; the loss is read from
+  /// metrics(LearnerMetrics::loss), or from loss_source(loss_slot) when
+  /// `loss_source` is given.
+  kernels::GuardDecision<memory_space> decision(
+      const Kokkos::View<float*, memory_space>& metrics,
+      const Kokkos::View<const float*, memory_space>& loss_source = Kokkos::View<const float*, memory_space>(),
+      int loss_slot = 0) const {
     kernels::GuardDecision<memory_space> d;
     d.state = state_;
     d.metrics = metrics;
+    d.loss_source = loss_source;
+    d.loss_slot = loss_slot;
     d.adam_step = step_;
     d.snapshot_step = snapshot_step_;
     d.spike_factor = static_cast<double>(config_.spike_factor);
     d.max_bad = config_.max_bad;
     d.lr_decay = static_cast<double>(config_.lr_decay);
+    d.spike_over_max = config_.spike_over_window_max;
     return d;
   }
 
@@ -187,12 +202,14 @@ class TrainingGuard {
   /// loss window, and the last good snapshot a later restore returns to
   /// (one tensor per guarded buffer, named after it). `a` is a StateWriter
   /// or a StateReader (which writes the device data behind these handles).
+  /// `prefix` starts every tensor name (a learner of several guarded
+  /// networks gives each its own).
   template <class Archive>
-  void visit_state(Archive& a, const ExecSpace& space) const {
-    a.tensor(space, "guard.state", state_);
-    for (const auto& b : saved_) a.tensor(space, "guard.snapshot_" + b.name, b.view);
-    a.tensor(space, "guard.snapshot_adam_step", snapshot_step_);
-    if constexpr (!Archive::saving) check_state(a);
+  void visit_state(Archive& a, const ExecSpace& space, const std::string& prefix = "guard.") const {
+    a.tensor(space, prefix + "state", state_);
+    for (const auto& b : saved_) a.tensor(space, prefix + "snapshot_" + b.name, b.view);
+    a.tensor(space, prefix + "snapshot_adam_step", snapshot_step_);
+    if constexpr (!Archive::saving) check_state(a, prefix);
   }
 
   /// Checks a loaded state before a kernel reads it (the loss window's
@@ -202,8 +219,8 @@ class TrainingGuard {
   /// snapshots finite (>= 0 where the buffer is nonnegative), snapshot
   /// step >= 0.
   template <class Reader>
-  void check_state(const Reader& a) const {
-    const char* name = "guard.state";
+  void check_state(const Reader& a, const std::string& prefix = "guard.") const {
+    const std::string name = prefix + "state";
     const auto s = a.template values<double>(name);
     const auto whole = [](double x, double lo, double hi) { return x >= lo && x <= hi && x == std::floor(x); };
     const auto require = [&](int slot, bool ok, const std::string& what) {
@@ -232,11 +249,11 @@ class TrainingGuard {
     for (const auto& b : saved_) {
       const bool nonnegative = b.nonnegative;
       a.template require_each<float>(
-          "guard.snapshot_" + b.name, -1, [&](float x) { return std::isfinite(x) && (!nonnegative || x >= 0.0f); },
+          prefix + "snapshot_" + b.name, -1, [&](float x) { return std::isfinite(x) && (!nonnegative || x >= 0.0f); },
           nonnegative ? "must be finite and >= 0" : "must be finite");
     }
     a.template require_each<std::int64_t>(
-        "guard.snapshot_adam_step", -1, [](std::int64_t x) { return x >= 0; }, "must be >= 0");
+        prefix + "snapshot_adam_step", -1, [](std::int64_t x) { return x >= 0; }, "must be >= 0");
   }
 };
 

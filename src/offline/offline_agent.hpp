@@ -9,6 +9,8 @@
 #include "agents/offline/cql_learner.hpp"
 #include "agents/offline/iql_learner.hpp"
 #include "core/error.hpp"
+#include "io/state_archive.hpp"
+#include "nn/training_guard.hpp"
 #include "offline/offline_train_config.hpp"
 #include "views/agents/offline/offline_metrics.hpp"
 #include "views/nn/matrix.hpp"
@@ -52,6 +54,14 @@ class OfflineAgent {
   virtual void save(const ExecSpace& space, const std::string& path,
                     const std::map<std::string, std::string>& stamp) const = 0;
   virtual std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) = 0;
+  /// The training guards (one per network): queue their snapshot (the
+  /// restore point, once per epoch), read their counters summed over the
+  /// networks (fences), and their state to and from a file (a resumed run
+  /// goes on bit for bit; a bad file is a UsageError and changes nothing).
+  virtual void snapshot_guards(const ExecSpace& space) const = 0;
+  virtual GuardCounters guard_counters(const ExecSpace& space) const = 0;
+  virtual void save_guard_state(const ExecSpace& space, const std::string& path) const = 0;
+  virtual void load_guard_state(const ExecSpace& space, const std::string& path) = 0;
 };
 
 /// OfflineAgent over a learner of the common method names.
@@ -78,6 +88,18 @@ class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
   std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) override {
     return learner_.load(space, path);
   }
+  void snapshot_guards(const ExecSpace& space) const override { learner_.snapshot(space); }
+  GuardCounters guard_counters(const ExecSpace& space) const override { return learner_.guard_counters(space); }
+  void save_guard_state(const ExecSpace& space, const std::string& path) const override {
+    StateWriter<ExecSpace> file;
+    learner_.visit_guard_state(file, space);
+    file.write(space, path);
+  }
+  void load_guard_state(const ExecSpace& space, const std::string& path) override {
+    StateReader<ExecSpace> file(path);
+    learner_.visit_guard_state(file, space);  // checks every tensor and value first
+    file.apply(space);
+  }
   Learner& learner() { return learner_; }
 
  private:
@@ -103,6 +125,9 @@ std::unique_ptr<OfflineAgent<ExecSpace>> make_offline_agent(const ExecSpace& spa
     c.eps = static_cast<float>(config.adam_eps);
     c.max_grad_norm = static_cast<float>(config.max_grad_norm);
     c.seed = config.seed;
+    c.guard.spike_factor = static_cast<float>(config.guard_spike_factor);
+    c.guard.max_bad = static_cast<int>(config.guard_max_bad);
+    c.guard.lr_decay = static_cast<float>(config.guard_lr_decay);
   };
   using M = OfflineMetrics;
   if (config.algo == "iql") {

@@ -35,6 +35,7 @@ void OfflineManifest::write(const std::string& dir) const {
   j["format"] = format_name;
   j["format_version"] = format_version;
   j["learner"] = learner_file;
+  if (has_guard) j["guard"] = guard_file;
   j["config"] = Json::parse(config_json);
   j["algo"] = algo;
   j["epoch"] = epoch;
@@ -75,6 +76,10 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
     m.sample_calls = field("sample_calls").get<std::uint64_t>();
     m.dataset_rows = field("dataset_rows").get<std::int64_t>();
     m.log_bytes = field("log_bytes").get<std::map<std::string, std::int64_t>>();
+    m.has_guard = j.contains("guard");
+    if (m.has_guard && j.at("guard") != guard_file)
+      throw UsageError(path + ": field 'guard' is " + j.at("guard").dump().substr(0, 40) + ", expected \"" +
+                       guard_file + "\"");
   } catch (const Json::exception& e) {
     throw UsageError(path + ": malformed field: " + e.what());
   }

@@ -17,6 +17,8 @@ struct OfflineManifest {
   static constexpr int format_version = 1;
   static constexpr const char* manifest_file = "offline_checkpoint.json";
   static constexpr const char* learner_file = "learner.safetensors";
+  /// The training guards' state (counters, loss windows, restore points).
+  static constexpr const char* guard_file = "guard.safetensors";
 
   std::string config_json;  ///< OfflineTrainConfig::to_json() of the run
   std::string algo;
@@ -25,6 +27,7 @@ struct OfflineManifest {
   std::uint64_t sample_calls = 0;
   std::int64_t dataset_rows = 0;
   std::map<std::string, std::int64_t> log_bytes;
+  bool has_guard = true;  ///< the generation holds guard_file (older ones do not)
 
   /// Writes `dir`/offline_checkpoint.json atomically.
   void write(const std::string& dir) const;

@@ -34,6 +34,11 @@ struct OfflineTrainConfig {
   double cql_alpha = 1.0;                       ///< weight of the conservative penalty
   std::int64_t cql_target_update_every = 1000;  ///< updates between hard target copies; 0: Polyak (polyak_tau)
 
+  // --- training guard (as `foxrl train`'s, one per network) -----------------------
+  double guard_spike_factor = 100.0;  ///< loss > factor x running median: bad update
+  std::int64_t guard_max_bad = 5;     ///< consecutive bad updates before a restore
+  double guard_lr_decay = 0.5;        ///< learning-rate factor per restore
+
   // --- schedule, evaluation and output ------------------------------------------------
   std::int64_t epochs = 10;
   std::int64_t updates_per_epoch = 1000;

@@ -73,6 +73,11 @@ struct OfflineEpochRecord {
   /// Market datasets, when this epoch was evaluated: the greedy policy's
   /// continuous backtest on the validation split (never the test split).
   std::optional<ValidationBacktest> validation;
+  /// The training guards (one per network), summed over the networks.
+  std::int64_t rejected_updates = 0;  ///< network updates rejected this epoch
+  std::int64_t rejected_total = 0;    ///< since the start of the run
+  std::int64_t restores = 0;          ///< snapshot restores since the start
+  double lr_scale = 1.0;              ///< the smallest learning-rate factor of any network
 };
 
 template <class ExecSpace>
@@ -124,12 +129,19 @@ class OfflineTrainer {
       if ((u + 1) % 256 == 0) progress.tick(u + 1);
     }
     progress.finish();
+    agent_->snapshot_guards(space);  // the restore point: where the epoch's last update was applied
     const auto sums = to_host(space, sums_, "foxrl::OfflineTrainer::read_metrics");
     Kokkos::deep_copy(space, sums_, 0.0);
     ++epoch_;
     OfflineEpochRecord r;
     r.epoch = epoch_;
     r.updates = agent_->updates();
+    const GuardCounters guard = agent_->guard_counters(space);
+    r.rejected_updates = guard.rejected - rejected_before_;
+    r.rejected_total = guard.rejected;
+    r.restores = guard.restores;
+    r.lr_scale = guard.lr_scale;
+    rejected_before_ = guard.rejected;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.updates_per_s = r.seconds > 0 ? double(config_.updates_per_epoch) / r.seconds : 0.0;
     for (const auto& s : agent_->metric_slots())
@@ -206,6 +218,7 @@ class OfflineTrainer {
   void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes) const {
     const ExecSpace& space = context_.space();
     agent_->save(space, dir + "/" + OfflineManifest::learner_file, {{"algo", config_.algo}});
+    agent_->save_guard_state(space, dir + "/" + OfflineManifest::guard_file);
     OfflineManifest m;
     m.config_json = config_.to_json();
     m.algo = config_.algo;
@@ -234,6 +247,10 @@ class OfflineTrainer {
     if (agent_->updates() != m.updates)
       throw UsageError(dir + ": the learner file holds " + std::to_string(agent_->updates()) +
                        " updates, the manifest " + std::to_string(m.updates));
+    // Checkpoints written before the guards kept their state resume with
+    // fresh guards (the loaded weights as their restore point).
+    if (m.has_guard) agent_->load_guard_state(space, dir + "/" + OfflineManifest::guard_file);
+    rejected_before_ = agent_->guard_counters(space).rejected;
     sampler_->restore_counters(m.sample_calls);
     epoch_ = m.epoch;
     context_.fence("foxrl::OfflineTrainer::resume");
@@ -317,6 +334,7 @@ class OfflineTrainer {
   std::optional<OfflineSampler<ExecSpace>> sampler_;
   Kokkos::View<double*, memory_space> sums_;
   std::int64_t epoch_ = 0;
+  std::int64_t rejected_before_ = 0;  ///< guard rejections before this epoch
 };
 
 }  // namespace foxrl

@@ -108,6 +108,13 @@ std::string format_offline_epoch_log(const OfflineEpochRecord& r) {
     std::snprintf(m, sizeof m, ", %s %.4f", name.c_str(), value);
     line += m;
   }
+  {
+    char g[128];
+    std::snprintf(g, sizeof g, ", guard: %lld rejected (%lld total), %lld restores, lr x%.3g",
+                  static_cast<long long>(r.rejected_updates), static_cast<long long>(r.rejected_total),
+                  static_cast<long long>(r.restores), r.lr_scale);
+    line += g;
+  }
   if (r.evaluation) {
     const auto& e = *r.evaluation;
     char m[160];
@@ -134,6 +141,10 @@ std::string offline_epoch_json(const OfflineEpochRecord& r) {
   j["updates"] = r.updates;
   j["updates_per_s"] = r.updates_per_s;
   for (const auto& [name, value] : r.metrics) j[name] = value;
+  j["rejected_updates"] = r.rejected_updates;
+  j["rejected_total"] = r.rejected_total;
+  j["restores"] = r.restores;
+  j["lr_scale"] = r.lr_scale;
   if (r.evaluation) {
     j["eval_episodes"] = r.evaluation->episodes;
     j["eval_return_mean"] = r.evaluation->mean;
@@ -306,7 +317,8 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
     write_file_atomically(config_.out_dir + "/equity.svg", summary.evaluation->svg());
   }
   say("outputs in " + config_.out_dir +
-      ": train.log, metrics.jsonl, checkpoints/epoch-N/ (learner.safetensors + offline_checkpoint.json), "
+      ": train.log, metrics.jsonl, checkpoints/epoch-N/ (learner.safetensors + guard.safetensors + "
+      "offline_checkpoint.json), "
       "evaluation_episodes.json, learning_curve_return.svg" +
       std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : ""));
   return summary;

@@ -53,6 +53,7 @@ struct BcLearnerConfig {
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
+  GuardConfig guard;  ///< the network's training guard
 
   AdamHyper adam() const { return offline_adam_hyper(*this); }
 
@@ -89,6 +90,7 @@ class BcLearner {
     kernels::init_weights(space, params_.flat, layout_, offline_network_seed(config_.seed, 0), config_.init);
     d_logits_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::BcLearner::d_logits"), B, A);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::BcLearner::metrics"), OfflineMetrics::count);
+    guards_.add(space, network_name(), params_.flat, flat(), adam_, OfflineMetrics::bc_loss, config_.guard);
   }
 
   /// One cross-entropy step on `batch` (size <= max_batch), all on
@@ -106,7 +108,7 @@ class BcLearner {
     args.scratch = reduce_;
     kernels::bc_loss(space, args);
     offline_network_step(space, net_, params_.flat, grads_, adam_, opt_metrics_, reduce_, s, args.d_logits,
-                         kernels::TargetUpdate<memory_space>());
+                         kernels::TargetUpdate<memory_space>(), guards_, 0, metrics_);
     ++updates_;
   }
 
@@ -137,6 +139,18 @@ class BcLearner {
   const BcLearnerConfig& config() const { return config_; }
   /// update() calls so far with a non-empty batch.
   std::int64_t updates() const { return updates_; }
+  /// Queues a snapshot of every network's guard (taken where the last
+  /// update was applied): the trainer's once-per-epoch restore point.
+  void snapshot(const ExecSpace& space) const { guards_.snapshot(space); }
+  /// The guards' counters summed over the networks; fences `space`.
+  GuardCounters guard_counters(const ExecSpace& space) const { return guards_.counters(space); }
+  const OfflineGuards<ExecSpace>& guards() const { return guards_; }
+  /// The guards' state ("<network>.guard.*") to or from a StateWriter or
+  /// StateReader, for a checkpoint that resumes bit for bit.
+  template <class Archive>
+  void visit_guard_state(Archive& a, const ExecSpace& space) const {
+    guards_.visit_state(a, space);
+  }
 
   /// Writes the policy, its Adam state and the update counter to `path`
   /// (safetensors, atomic), with `stamp` added to its metadata. Fences
@@ -167,6 +181,7 @@ class BcLearner {
     const std::int64_t updates = file.counter(updates_name());
     file.commit(space);
     updates_ = updates;
+    guards_.snapshot(space, true);  // the loaded state is the guard's restore point
     return metadata;
   }
 
@@ -191,6 +206,7 @@ class BcLearner {
   Mlp<ExecSpace> net_;
   matrix d_logits_;
   vector metrics_;
+  OfflineGuards<ExecSpace> guards_;
   int infer_rows_ = 0;
   std::int64_t updates_ = 0;
 };

@@ -66,6 +66,7 @@ struct CqlLearnerConfig {
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
+  GuardConfig guard;  ///< the network's training guard
 
   AdamHyper adam() const { return offline_adam_hyper(*this); }
 
@@ -123,6 +124,8 @@ class CqlLearner {
     Kokkos::deep_copy(space, target_.params().flat, params_.flat);
     d_q_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::CqlLearner::d_q"), B, A);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::CqlLearner::metrics"), OfflineMetrics::count);
+    guards_.add(space, network_name(), params_.flat, target_.params().flat, adam_, OfflineMetrics::cql_loss,
+                config_.guard);
   }
 
   /// One CQL step on `batch` (size <= max_batch), all on `space`; see the
@@ -150,7 +153,7 @@ class CqlLearner {
     args.scratch = reduce_;
     kernels::cql_loss(space, args);
     offline_network_step(space, net_, params_.flat, grads_, adam_, opt_metrics_, reduce_, s, args.d_q,
-                         target_.fused(next_target_tau()));
+                         target_.fused(next_target_tau()), guards_, 0, metrics_);
     ++updates_;
   }
 
@@ -193,6 +196,18 @@ class CqlLearner {
   const CqlLearnerConfig& config() const { return config_; }
   /// update() calls so far with a non-empty batch.
   std::int64_t updates() const { return updates_; }
+  /// Queues a snapshot of every network's guard (taken where the last
+  /// update was applied): the trainer's once-per-epoch restore point.
+  void snapshot(const ExecSpace& space) const { guards_.snapshot(space); }
+  /// The guards' counters summed over the networks; fences `space`.
+  GuardCounters guard_counters(const ExecSpace& space) const { return guards_.counters(space); }
+  const OfflineGuards<ExecSpace>& guards() const { return guards_; }
+  /// The guards' state ("<network>.guard.*") to or from a StateWriter or
+  /// StateReader, for a checkpoint that resumes bit for bit.
+  template <class Archive>
+  void visit_guard_state(Archive& a, const ExecSpace& space) const {
+    guards_.visit_state(a, space);
+  }
 
   /// Writes the Q network, its target, the Adam state and the update
   /// counter to `path` (safetensors, atomic), with `stamp` added to its
@@ -225,6 +240,7 @@ class CqlLearner {
     const std::int64_t updates = file.counter(updates_name());
     file.commit(space);
     updates_ = updates;
+    guards_.snapshot(space, true);  // the loaded state is the guard's restore point
     return metadata;
   }
 
@@ -266,6 +282,7 @@ class CqlLearner {
   Mlp<ExecSpace> target_net_;
   matrix d_q_;
   vector metrics_;
+  OfflineGuards<ExecSpace> guards_;
   int infer_rows_ = 0;
   std::int64_t updates_ = 0;
 };

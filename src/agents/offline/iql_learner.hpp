@@ -71,6 +71,7 @@ struct IqlLearnerConfig {
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::torch_default;
   DenseBackend dense_backend = DenseBackend::blas;
+  GuardConfig guard;  ///< each network's training guard
 
   AdamHyper adam() const { return offline_adam_hyper(*this); }
 
@@ -134,6 +135,11 @@ class IqlLearner {
       target_net_[t] = Mlp<ExecSpace>(space, action_layout_, B, 0, ops_, reduce_, label);
       Kokkos::deep_copy(space, target_[t].params().flat, params_[1 + t].flat);
     }
+    const int loss_slots[networks] = {OfflineMetrics::value_loss, OfflineMetrics::q1_loss, OfflineMetrics::q2_loss,
+                                      OfflineMetrics::policy_loss};
+    for (int k = 0; k < networks; ++k)
+      guards_.add(space, network_name(k), params_[k].flat, k == 1 || k == 2 ? target_[k - 1].params().flat : flat(),
+                  adam_[k], loss_slots[k], config_.guard);
     d_value_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::IqlLearner::d_value"), B, 1);
     for (auto& d : d_q_)
       d = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::IqlLearner::d_q"), B, A);
@@ -254,6 +260,18 @@ class IqlLearner {
   const IqlLearnerConfig& config() const { return config_; }
   /// update() calls so far with a non-empty batch.
   std::int64_t updates() const { return updates_; }
+  /// Queues a snapshot of every network's guard (taken where the last
+  /// update was applied): the trainer's once-per-epoch restore point.
+  void snapshot(const ExecSpace& space) const { guards_.snapshot(space); }
+  /// The guards' counters summed over the networks; fences `space`.
+  GuardCounters guard_counters(const ExecSpace& space) const { return guards_.counters(space); }
+  const OfflineGuards<ExecSpace>& guards() const { return guards_; }
+  /// The guards' state ("<network>.guard.*") to or from a StateWriter or
+  /// StateReader, for a checkpoint that resumes bit for bit.
+  template <class Archive>
+  void visit_guard_state(Archive& a, const ExecSpace& space) const {
+    guards_.visit_state(a, space);
+  }
 
   /// Writes all four networks, both target Qs, the four Adam states and
   /// the update counter to `path` (safetensors, atomic), with `stamp` added
@@ -289,6 +307,7 @@ class IqlLearner {
     const std::int64_t updates = file.counter(updates_name());
     file.commit(space);
     updates_ = updates;
+    guards_.snapshot(space, true);  // the loaded state is the guards' restore point
     return metadata;
   }
 
@@ -311,7 +330,7 @@ class IqlLearner {
   void step(const ExecSpace& space, int k, const ConstMatrix<memory_space>& s,
             const MutableMatrix<memory_space>& d_head, const kernels::TargetUpdate<memory_space>& target) {
     offline_network_step(space, net_[k], params_[k].flat, grads_[k], adam_[k], opt_metrics_[k], reduce_, s, d_head,
-                         target);
+                         target, guards_, k, metrics_);
   }
 
   void check_batch(const Batch<memory_space>& batch) const {
@@ -338,6 +357,7 @@ class IqlLearner {
   Mlp<ExecSpace> target_net_[2];
   matrix d_value_, d_q_[2], d_logits_;
   vector metrics_;
+  OfflineGuards<ExecSpace> guards_;
   std::int64_t updates_ = 0;
 };
 

@@ -8,6 +8,7 @@
 // check. The learners' configs are duck-typed: any struct with the fields
 // named below.
 
+#include "agents/offline/offline_guards.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "kernels/agents/offline/row_loss_reduction.hpp"
@@ -40,7 +41,7 @@ namespace foxrl {
 
 /// Checks the fields every offline learner config has (obs_dim, hidden,
 /// num_actions, max_batch, max_inference_batch, lr, beta1, beta2, eps,
-/// max_grad_norm); throws UsageError naming `who`, the first bad field and
+/// max_grad_norm, guard); throws UsageError naming `who`, the first bad field and
 /// its value. The head has num_actions outputs.
 template <class Config>
 void validate_offline_common(const std::string& who, const Config& c) {
@@ -55,6 +56,11 @@ void validate_offline_common(const std::string& who, const Config& c) {
   if (!(c.beta2 >= 0.0f && c.beta2 < 1.0f)) bad("beta2", "must be in [0, 1), got " + std::to_string(c.beta2));
   if (!(c.eps > 0.0f)) bad("eps", "must be > 0, got " + std::to_string(c.eps));
   if (std::isnan(c.max_grad_norm)) bad("max_grad_norm", "must be a number");
+  try {
+    c.guard.validate();
+  } catch (const UsageError& e) {
+    throw UsageError("foxrl::" + who + ": guard: " + e.what());
+  }
   try {
     (void)NetworkLayout::plain(c.obs_dim, c.hidden, c.num_actions);  // checks hidden
   } catch (const UsageError& e) {
@@ -129,8 +135,9 @@ void check_offline_inference(const std::string& who, const char* what, const Con
 /// One network's optimizer step after its loss: backward of `net` (its
 /// last forward's first rows, input `s`) with dL/dhead `d_head` into
 /// `grads`, then the step count, the gradient norm (into `opt_metrics`'
-/// LearnerMetrics slots) and clip + Adam with `target` updated in the same
-/// launch, all on `space`.
+/// LearnerMetrics slots), guard `k` of `guards` judging the network's loss
+/// in `losses` (and its weights), and clip + Adam with `target` updated in
+/// the same launch, or the guard's skip or restore, all on `space`.
 template <class ExecSpace>
 void offline_network_step(const ExecSpace& space, Mlp<ExecSpace>& net,
                           const FlatParams<typename ExecSpace::memory_space>& params,
@@ -140,12 +147,14 @@ void offline_network_step(const ExecSpace& space, Mlp<ExecSpace>& net,
                           const kernels::ReduceScratch<typename ExecSpace::memory_space>& scratch,
                           const ConstMatrix<typename ExecSpace::memory_space>& s,
                           const MutableMatrix<typename ExecSpace::memory_space>& d_head,
-                          const kernels::TargetUpdate<typename ExecSpace::memory_space>& target) {
+                          const kernels::TargetUpdate<typename ExecSpace::memory_space>& target,
+                          const OfflineGuards<ExecSpace>& guards, int k,
+                          const Kokkos::View<float*, typename ExecSpace::memory_space>& losses) {
   using memory_space = typename ExecSpace::memory_space;
   net.backward(space, params, s, ConstMatrix<memory_space>(d_head), grads);
   adam.count_step(space);
-  adam.step_with_norm(space, params, grads, opt_metrics, kernels::StoreGradSq<memory_space>{opt_metrics}, scratch,
-                      false, target);
+  adam.step_with_norm(space, params, grads, opt_metrics, guards.decision(k, opt_metrics, losses), scratch, true, target,
+                      guards.step(k));
 }
 
 /// Throws UsageError "checkpoint '<path>': metadata 'format' is '...',

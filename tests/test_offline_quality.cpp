@@ -51,9 +51,9 @@ struct LinearController {
   float bias;
 };
 
-/// Balances the pole from every CartPole start state for all 500 steps
-/// (a stabilising state feedback: the angle terms dominate, the cart terms
-/// keep it from drifting out of bounds).
+/// Balances the pole for all 500 steps (the mixed test checks it on its
+/// episodes): a stabilising state feedback, the angle terms dominate, the
+/// cart terms keep it from drifting out of bounds.
 constexpr LinearController expert_controller{{0.5f, 1.0f, 10.0f, 2.0f}, 0.0f};
 /// Pushes toward the angular velocity only, biased to the left: the pole
 /// falls after about 120 steps (greedy), about 100 with epsilon 0.3.
@@ -214,6 +214,10 @@ TEST_CASE("offline quality: IQL and CQL beat the behaviour policy and BC on a me
           "[offline-quality]") {
   foxrl::test::TempDir dir;
   const std::string dataset = scripted_dataset(dir.file("mediocre.safetensors"), weak_controller, 0.3, 8, 20000, 21);
+  // A mediocre behaviour policy: episodes end well before the 500-step limit.
+  const double behaviour = behaviour_return(dataset);
+  CHECK(behaviour >= 50);
+  CHECK(behaviour <= 200);
   check_offline_beats_behaviour_and_bc(dir, "mediocre", dataset);
 }
 
@@ -222,6 +226,11 @@ TEST_CASE("offline quality: IQL and CQL beat the behaviour policy and BC on rand
   foxrl::test::TempDir dir;
   const std::string random = random_dataset(dir.file("random.safetensors"), 8, 10000, 11);
   const std::string expert = scripted_dataset(dir.file("expert.safetensors"), expert_controller, 0.0, 8, 10000, 12);
+  // The expert really is one: every episode it completes lasts the 500 steps.
+  const foxrl::DatasetStatistics e = foxrl::dataset_statistics(foxrl::read_dataset_file(expert));
+  REQUIRE(e.episodes_exact);
+  REQUIRE(e.lengths.count > 0);
+  CHECK(e.lengths.min == 500);
   const std::string mixed = dir.file("mixed.safetensors");
   foxrl::merge_datasets({random, expert}, mixed);
   check_offline_beats_behaviour_and_bc(dir, "mixed", mixed);

@@ -9,10 +9,10 @@
 namespace foxrl::kernels {
 
 /// Row t of the evaluation's series: rewards(t, k) = r(k) and
-/// positions(t, k) = actions(k) - 1 for every chunk k
-/// ("foxrl::Evaluation::record").
+/// positions(t, k) = actions(k) + min_position for every chunk k (-1 with
+/// a short action, 0 long-only; "foxrl::Evaluation::record").
 template <class ExecSpace, class MemorySpace>
-void record_evaluation_step(const ExecSpace& space, int t, const Kokkos::View<float*, MemorySpace>& r,
+void record_evaluation_step(const ExecSpace& space, int t, int min_position, const Kokkos::View<float*, MemorySpace>& r,
                             const Kokkos::View<std::int32_t*, MemorySpace>& a,
                             const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& rw,
                             const Kokkos::View<std::int32_t**, Kokkos::LayoutRight, MemorySpace>& pos) {
@@ -20,7 +20,7 @@ void record_evaluation_step(const ExecSpace& space, int t, const Kokkos::View<fl
   Kokkos::parallel_for(
       "foxrl::Evaluation::record", Kokkos::RangePolicy<ExecSpace>(space, 0, chunks), KOKKOS_LAMBDA(int k) {
         rw(t, k) = r(k);
-        pos(t, k) = a(k) - 1;
+        pos(t, k) = a(k) + min_position;
       });
 }
 

@@ -25,6 +25,8 @@ struct MarketStep {
   EnvStep<MemorySpace> out;
   Kokkos::View<std::int32_t*, MemorySpace> next_time, next_position;  // for the observation kernel
   double cost;
+  int num_actions;   ///< 3 (short, flat, long) or 2 (flat, long)
+  int min_position;  ///< the position of action 0: -1, or 0 long-only
   int episode_length;
   std::uint64_t start_seed;
   int first_start;
@@ -34,7 +36,7 @@ struct MarketStep {
     const int t = s.time(i);
     const int p = s.position(i);
     const int a = actions(i);
-    const int q = (a < 0 ? 0 : (a > 2 ? 2 : a)) - 1;
+    const int q = (a < 0 ? 0 : (a >= num_actions ? num_actions - 1 : a)) + min_position;
     const int change = q > p ? q - p : p - q;
     // Flat earns exactly 0 (not -0 from 0 * a negative return).
     const double gain = q == 0 ? 0.0 : q * static_cast<double>(log_return(t));

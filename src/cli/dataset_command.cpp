@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "config/env_kind.hpp"
 #include "io/output_dir.hpp"
+#include "market/position_set.hpp"
 #include "offline/dataset_file.hpp"
 #include "offline/dataset_merge.hpp"
 #include "offline/dataset_statistics.hpp"
@@ -49,11 +50,11 @@ std::string percent(std::int64_t part, std::int64_t whole) {
   return text;
 }
 
-/// The market env's actions by name (positions -1, 0, 1).
+/// The market env's actions by name (positions -1, 0, 1; long-only 0, 1).
 std::string action_label(const DatasetFile& d, int a) {
-  static const char* const market[] = {"short", "flat", "long"};
-  if (d.metadata.env == EnvKind::market && d.metadata.num_actions == 3) return market[a];
-  return "";
+  if (d.metadata.env != EnvKind::market) return "";
+  const PositionSet set = parse_position_set(d.metadata.config.positions);  // the config was validated
+  return a >= 0 && a < position_set_actions(set) ? position_action_name(set, a) : "";
 }
 
 /// A metadata value as a JSON number when it is one, else as recorded.

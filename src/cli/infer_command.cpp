@@ -25,8 +25,6 @@ struct InferArgs {
   bool allow_implausible_bars = false;
 };
 
-const char* const kActionNames[] = {"short", "flat", "long"};
-
 int run_infer(const InferArgs& args) {
   ExecutionContext<> context;
   const auto& space = context.space();
@@ -36,23 +34,28 @@ int run_infer(const InferArgs& args) {
   options.allow_implausible_bars = args.allow_implausible_bars;
   const MarketSeries series = load_market_csv(args.data, options);
   const auto d = policy.decide_market(space, series, args.position, args.latest);
+  // One Q column per action: q_short, q_flat, q_long, or q_flat, q_long for
+  // a long-only run (positions = long_only).
+  const PositionSet set = policy.spec().market_env.positions;
+  const int actions = position_set_actions(set);
   if (args.format == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t i = 0; i < d.bar.size(); ++i) {
-      out.push_back({{"bar", d.bar[i]},
-                     {"timestamp", format_timestamp(d.timestamp[i])},
-                     {"q_short", d.q[i][0]},
-                     {"q_flat", d.q[i][1]},
-                     {"q_long", d.q[i][2]},
-                     {"action", kActionNames[d.action[i]]},
-                     {"position", d.action[i] - 1}});
+      nlohmann::json row = {{"bar", d.bar[i]}, {"timestamp", format_timestamp(d.timestamp[i])}};
+      for (int a = 0; a < actions; ++a) row[std::string("q_") + position_action_name(set, a)] = d.q[i][a];
+      row["action"] = position_action_name(set, d.action[i]);
+      row["position"] = d.action[i] + position_set_min(set);
+      out.push_back(std::move(row));
     }
     std::cout << (args.latest && out.size() == 1 ? out[0].dump(2) : out.dump(2)) << "\n";
   } else {
-    std::printf("bar,timestamp,q_short,q_flat,q_long,action,position\n");
+    std::printf("bar,timestamp");
+    for (int a = 0; a < actions; ++a) std::printf(",q_%s", position_action_name(set, a));
+    std::printf(",action,position\n");
     for (std::size_t i = 0; i < d.bar.size(); ++i) {
-      std::printf("%d,%s,%.9g,%.9g,%.9g,%s,%d\n", d.bar[i], format_timestamp(d.timestamp[i]).c_str(), d.q[i][0],
-                  d.q[i][1], d.q[i][2], kActionNames[d.action[i]], d.action[i] - 1);
+      std::printf("%d,%s", d.bar[i], format_timestamp(d.timestamp[i]).c_str());
+      for (int a = 0; a < actions; ++a) std::printf(",%.9g", d.q[i][a]);
+      std::printf(",%s,%d\n", position_action_name(set, d.action[i]), d.action[i] + position_set_min(set));
     }
   }
   return 0;
@@ -67,7 +70,7 @@ Command add_infer_command(CLI::App& app) {
   cmd->add_option("--run", args->run_dir, "Run directory of `foxrl train` (checkpoint.safetensors + checkpoint.json)")
       ->required();
   cmd->add_option("--data", args->data, "OHLCV CSV: timestamp,open,high,low,close,volume")->required();
-  cmd->add_option("--position", args->position, "Position currently held: -1, 0 or 1")
+  cmd->add_option("--position", args->position, "Position currently held: -1, 0 or 1 (a long-only run: 0 or 1)")
       ->check(CLI::Range(-1, 1))
       ->capture_default_str();
   cmd->add_flag("--latest", args->latest, "Only the decision after the last bar");

@@ -20,6 +20,13 @@ const std::vector<Field>& fields() {
       {"num_envs", &C::num_envs, 1, 1 << 24, {}, "environments stepped in parallel"},
       {"episode_length", &C::episode_length, 1, 1e9, {}, "market episode length in bars"},
       {"cost_bps", &C::cost_bps, 0, 1e4, {}, "market cost per unit of position change (bp)"},
+      {"positions",
+       &C::positions,
+       0,
+       0,
+       {"long_short", "long_only"},
+       "market positions: long_short (actions short, flat, long) or long_only (flat, long; no short selling)",
+       true},
       {"window", &C::window, 1, 4096, {}, "market log returns in the observation"},
       {"train_end", &C::train_end, 0, 0, {}, "last timestamp of the training split (ISO date)"},
       {"test_start", &C::test_start, 0, 0, {}, "first timestamp of the test split (ISO date)"},
@@ -120,6 +127,9 @@ void TrainConfig::validate() const {
     reject("config", "batch_size", "must not exceed buffer_capacity (" + std::to_string(buffer_capacity) + ")");
   }
   if (eps_end > eps_start) reject("config", "eps_end", "must not exceed eps_start");
+  if (env != EnvKind::market && positions != TrainConfig{}.positions) {
+    reject("config", "positions", "applies to the market env only");
+  }
   if (env == EnvKind::market && episode_length < n_step) {
     reject("config", "episode_length", "must be at least n_step");
   }

@@ -21,8 +21,10 @@ struct TrainConfig {
   std::int64_t synthetic_bars = 100000;
   std::string features = "returns";  ///< market observation: "returns" (window returns + position) or "ohlcv"
   std::int64_t num_envs = 64;
-  std::int64_t episode_length = 1000;   ///< market episodes (truncation); CartPole truncates at 500
-  double cost_bps = 5.0;                ///< market: cost per unit of position change, basis points
+  std::int64_t episode_length = 1000;  ///< market episodes (truncation); CartPole truncates at 500
+  double cost_bps = 5.0;               ///< market: cost per unit of position change, basis points
+  /// market: "long_short" (actions short, flat, long) or "long_only" (flat, long)
+  std::string positions = "long_short";
   std::int64_t window = 64;             ///< market: log returns in the observation
   std::string train_end;                ///< market: last timestamp of the training split (ISO date); empty: 70 %
   std::string test_start;               ///< market: first timestamp of the test split; empty: after validation

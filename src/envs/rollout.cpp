@@ -14,12 +14,12 @@
 
 namespace foxrl {
 
-int env_num_actions(EnvKind env) {
+int env_num_actions(EnvKind env, const MarketEnvConfig& market) {
   switch (env) {
     case EnvKind::cartpole:
       return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
     case EnvKind::market:
-      return MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+      return market.num_actions();
   }
   throw LogicError("env_num_actions: unknown env kind");
 }
@@ -93,7 +93,7 @@ void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
 }
 
 RolloutTrace run_rollout(const RolloutOptions& options) {
-  const auto actions = read_action_file(options.actions_path, env_num_actions(options.env));
+  const auto actions = read_action_file(options.actions_path, env_num_actions(options.env, options.market));
   if (!options.out_path.empty()) prepare_output_file_directory(options.out_path, "--out");
   RolloutTrace trace;
   {

@@ -129,7 +129,7 @@ RolloutTrace rollout(const ExecSpace& space, const RolloutOptions& options, cons
   throw LogicError("rollout: unknown env kind");
 }
 
-/// Actions each env accepts (CartPole 2, market 3).
-int env_num_actions(EnvKind env);
+/// Actions each env accepts (CartPole 2, market 3, or 2 long-only).
+int env_num_actions(EnvKind env, const MarketEnvConfig& market = {});
 
 }  // namespace foxrl

@@ -3,7 +3,8 @@
 // device (docs BENCHMARKS.md, "Market replay"; docs/environments.md).
 //
 // Timing: an env at decision bar t has seen bars <= t-1 (its observation),
-// chooses a position p' in {-1, 0, +1} (action - 1), and earns
+// chooses a position p' in {-1, 0, +1} (action - 1; long-only {0, +1},
+// the action itself: market/position_set.hpp), and earns
 //   reward = p' * r[t] - cost * |p' - p|,   r[t] = log(close[t] / close[t-1]),
 // then moves to t + 1. Episodes end by truncation only.
 //
@@ -21,6 +22,7 @@
 #include "kernels/market/features.hpp"
 #include "kernels/market/market_step.hpp"
 #include "market/market_data.hpp"
+#include "market/position_set.hpp"
 #include "views/envs/env_step.hpp"
 #include "views/market/market_views.hpp"
 
@@ -61,6 +63,10 @@ struct MarketEnvConfig {
   int episode_length = 1000;    ///< steps per episode (then truncated)
   /// Cost per unit of position change, as a fraction (0.0005 in the benchmark).
   double cost = 0.0005;
+  PositionSet positions = PositionSet::long_short;  ///< long and short, or long only
+
+  int num_actions() const { return position_set_actions(positions); }
+  int min_position() const { return position_set_min(positions); }
 
   /// Cost from a quoted spread and a commission: half the spread plus the
   /// commission, in basis points, per unit of position change.
@@ -125,7 +131,8 @@ class MarketFeatures {
 };
 
 /// N market-replay envs over one split. Observations [N, obs_dim] float
-/// LayoutRight (the ObservationSpec's layout); actions 0 short, 1 flat, 2 long.
+/// LayoutRight (the ObservationSpec's layout); actions 0 short, 1 flat, 2 long,
+/// or long-only 0 flat, 1 long (config.positions).
 template <class ExecSpace>
 class MarketEnv {
  public:
@@ -186,7 +193,7 @@ class MarketEnv {
   }
 
   int obs_dim() const { return config_.observation.obs_dim(); }
-  static constexpr int num_actions() { return 3; }
+  int num_actions() const { return config_.num_actions(); }
   int num_envs() const { return num_envs_; }
   const MarketEnvConfig& config() const { return config_; }
   const MarketSplit& split() const { return split_; }
@@ -234,8 +241,19 @@ class MarketEnv {
 
  private:
   kernels::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
-    return {state_,       market_.features().log_return, actions,     out,          next_time_, next_position_,
-            config_.cost, config_.episode_length,        start_seed_, first_start_, num_starts_};
+    return {state_,
+            market_.features().log_return,
+            actions,
+            out,
+            next_time_,
+            next_position_,
+            config_.cost,
+            config_.num_actions(),
+            config_.min_position(),
+            config_.episode_length,
+            start_seed_,
+            first_start_,
+            num_starts_};
   }
 
   MarketFeatures<ExecSpace> market_;
@@ -265,7 +283,7 @@ class MarketEnv {
 
   /// Checks a loaded state before it reaches a kernel (the kernels index
   /// the series with `time`): episode steps in [0, episode_length),
-  /// positions in {-1, 0, 1}, and every env's time its episode's start bar
+  /// positions in {-1, 0, 1} ({0, 1} long-only), and every env's time its episode's start bar
   /// (one the split draws from) plus its episode steps.
   template <class Reader>
   void check_state(const Reader& a) const {
@@ -273,8 +291,10 @@ class MarketEnv {
     a.template require_each<std::int32_t>(
         "env.market.episode_steps", -1, [&](std::int32_t k) { return k >= 0 && k < length; },
         "must be in [0, episode_length = " + std::to_string(length) + ")");
+    const int lowest = config_.min_position();
     a.template require_each<std::int32_t>(
-        "env.market.position", -1, [](std::int32_t p) { return p >= -1 && p <= 1; }, "must be -1, 0 or 1");
+        "env.market.position", -1, [lowest](std::int32_t p) { return p >= lowest && p <= 1; },
+        lowest < 0 ? "must be -1, 0 or 1" : "must be 0 or 1 (positions = long_only)");
     const auto time = a.template values<std::int32_t>("env.market.time");
     const auto steps = a.template values<std::int32_t>("env.market.episode_steps");
     const std::int64_t first = first_start_, last = first_start_ + std::int64_t(num_starts_) - 1;

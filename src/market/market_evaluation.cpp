@@ -23,7 +23,7 @@ StrategyResult price_strategy(const std::string& name, const std::vector<double>
   return s;
 }
 
-std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed) {
+std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed, PositionSet set) {
   const auto n = static_cast<std::size_t>(count);
   const auto k = static_cast<std::size_t>(std::max(0L, std::min<long>(trades, count)));
   std::mt19937_64 rng(seed);
@@ -39,18 +39,25 @@ std::vector<double> random_positions_with_trades(int count, long trades, std::ui
   std::vector<double> positions(n);
   int p = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (change[i]) p = ((p + 1 + 1 + static_cast<int>(rng() % 2)) % 3) - 1;  // one of the two other positions
+    if (change[i]) {
+      if (set == PositionSet::long_only)
+        p = 1 - p;  // the one other position
+      else
+        p = ((p + 1 + 1 + static_cast<int>(rng() % 2)) % 3) - 1;  // one of the two other positions
+    }
     positions[i] = p;
   }
   return positions;
 }
 
-std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow) {
+std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow,
+                                        PositionSet set) {
   if (fast < 1 || slow <= fast) {
     throw LogicError("crossover_positions: need 1 <= fast < slow, got " + std::to_string(fast) + ", " +
                      std::to_string(slow));
   }
   std::vector<double> positions(static_cast<std::size_t>(count), 0.0);
+  const double below = set == PositionSet::long_only ? 0.0 : -1.0;  // fast under slow
   for (int i = 0; i < count; ++i) {
     const int t = first + i;  // the bar; its decision sees closes [t - slow, t)
     if (t < slow) continue;
@@ -60,30 +67,31 @@ std::vector<double> crossover_positions(const std::vector<double>& closes, int f
       if (k >= t - fast) fast_sum += closes[static_cast<std::size_t>(k)];
     }
     const double fast_mean = fast_sum / fast, slow_mean = slow_sum / slow;
-    positions[static_cast<std::size_t>(i)] = fast_mean > slow_mean ? 1.0 : (fast_mean < slow_mean ? -1.0 : 0.0);
+    positions[static_cast<std::size_t>(i)] = fast_mean > slow_mean ? 1.0 : (fast_mean < slow_mean ? below : 0.0);
   }
   return positions;
 }
 
 std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int first, int count, double cost,
-                                                double bars_per_year, long agent_trades, std::uint64_t seed) {
+                                                double bars_per_year, long agent_trades, std::uint64_t seed,
+                                                PositionSet set) {
   std::vector<StrategyResult> out;
   const auto n = static_cast<std::size_t>(count);
   const std::vector<double> all = host_log_returns(series);
   const std::vector<double> r(all.begin() + first, all.begin() + first + count);
   out.push_back(price_strategy("buy and hold", r, std::vector<double>(n, 1.0), cost, bars_per_year));
   out.push_back(price_strategy("always flat", r, std::vector<double>(n, 0.0), cost, bars_per_year));
-  out.push_back(price_strategy("random, same trades", r, random_positions_with_trades(count, agent_trades, seed), cost,
-                               bars_per_year));
+  out.push_back(price_strategy("random, same trades", r, random_positions_with_trades(count, agent_trades, seed, set),
+                               cost, bars_per_year));
   out.push_back(price_strategy("MA crossover " + std::to_string(kCrossoverFast) + "/" + std::to_string(kCrossoverSlow),
-                               r, crossover_positions(series.close, first, count, kCrossoverFast, kCrossoverSlow), cost,
-                               bars_per_year));
+                               r, crossover_positions(series.close, first, count, kCrossoverFast, kCrossoverSlow, set),
+                               cost, bars_per_year));
   return out;
 }
 
 EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
                                          const std::vector<double>& agent_positions, double cost, double bars_per_year,
-                                         std::uint64_t seed, const std::string& agent_name) {
+                                         std::uint64_t seed, const std::string& agent_name, PositionSet set) {
   const int count = static_cast<int>(agent_positions.size());
   if (first < 0 || count < 1 || static_cast<std::size_t>(first) + agent_positions.size() > series.size()) {
     throw LogicError("build_evaluation_report: bars [" + std::to_string(first) + ", " + std::to_string(first + count) +
@@ -93,6 +101,7 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
   EvaluationReport report;
   report.bars = count;
   report.cost = cost;
+  report.positions = set;
   report.bars_per_year = bars_per_year;
   report.first_bar = first;
   report.market_returns.assign(all.begin() + first, all.begin() + first + count);
@@ -103,7 +112,7 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
       format_timestamp(series.timestamp[static_cast<std::size_t>(first + count - 1)]).substr(0, 10) + ")";
   report.strategies.push_back(price_strategy(agent_name, report.market_returns, agent_positions, cost, bars_per_year));
   const long agent_trades = report.strategies.front().metrics.trades;
-  for (auto& b : baseline_strategies(series, first, count, cost, bars_per_year, agent_trades, seed)) {
+  for (auto& b : baseline_strategies(series, first, count, cost, bars_per_year, agent_trades, seed, set)) {
     report.strategies.push_back(std::move(b));
   }
   return report;
@@ -112,12 +121,13 @@ EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
 namespace detail {
 
 EvaluationReport market_evaluation_report(const MarketSetup& market, int first, const std::vector<double>& positions,
-                                          const std::vector<double>& env_rewards, double cost, std::uint64_t seed,
-                                          const std::string& agent_name) {
+                                          const std::vector<double>& env_rewards, const MarketEnvConfig& env_config,
+                                          std::uint64_t seed, const std::string& agent_name) {
   // The agent is priced on the host in float64 from its positions, like the
   // baselines: the device rewards (float32) are not needed for the report.
-  EvaluationReport report = build_evaluation_report(market.series, first, positions, cost,
-                                                    market.annualisation.bars_per_year, seed, agent_name);
+  EvaluationReport report =
+      build_evaluation_report(market.series, first, positions, env_config.cost, market.annualisation.bars_per_year,
+                              seed, agent_name, env_config.positions);
   report.annualisation_basis = market.annualisation.basis;
   report.record = evaluation_record(market);
   report.env_rewards = env_rewards;
@@ -154,7 +164,8 @@ std::string EvaluationReport::table() const {
   std::ostringstream out;
   out << "Evaluation on " << split_description << ", " << bars << " bars, cost " << cost * 1e4
       << " bp per unit of position change, Sharpe annualised over " << bars_per_year << " bars a year ("
-      << annualisation_basis << ")\n";
+      << annualisation_basis << ")" << (positions == PositionSet::long_only ? ", long only (no short positions)" : "")
+      << "\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-22s %12s %12s %8s %8s %10s %7s %12s %10s %9s\n", "strategy", "net return",
                 "gross return", "Sharpe", "gross Sh", "cost paid", "trades", "max drawdown", "turnover", "hit rate");
@@ -238,6 +249,9 @@ std::string EvaluationReport::json() const {
                      {"cost_per_unit_position_change", cost},
                      {"cost_bps", cost * 1e4}};
   j["annualisation"] = {{"bars_per_year", bars_per_year}, {"basis", annualisation_basis}};
+  // Stated for long-only runs; absent it is long_short, so the records of
+  // runs with both positions keep their bytes (config key `positions`).
+  if (positions != PositionSet::long_short) j["positions"] = position_set_name(positions);
   j["split"] = split_description;
   j["bars"] = bars;
   for (const auto& s : strategies) {

@@ -56,13 +56,14 @@ struct EvaluationReport {
   std::string split_description;
   EvaluationRecord record;
   long bars = 0;
-  double cost = 0;                               ///< per unit of position change, as a fraction
-  double bars_per_year = 0;                      ///< the Sharpe ratios' annualisation
-  std::string annualisation_basis = "measured";  ///< "measured" from the timestamps or "config"
-  int first_bar = 0;                             ///< index of the first evaluated bar in the series
-  std::vector<std::int64_t> timestamps;          ///< of each evaluated bar (unix seconds)
-  std::vector<double> market_returns;            ///< log return of each evaluated bar
-  std::vector<StrategyResult> strategies;        ///< agent first, then the baselines
+  double cost = 0;                                  ///< per unit of position change, as a fraction
+  PositionSet positions = PositionSet::long_short;  ///< the agent's and the baselines' (long_only: no shorts)
+  double bars_per_year = 0;                         ///< the Sharpe ratios' annualisation
+  std::string annualisation_basis = "measured";     ///< "measured" from the timestamps or "config"
+  int first_bar = 0;                                ///< index of the first evaluated bar in the series
+  std::vector<std::int64_t> timestamps;             ///< of each evaluated bar (unix seconds)
+  std::vector<double> market_returns;               ///< log return of each evaluated bar
+  std::vector<StrategyResult> strategies;           ///< agent first, then the baselines
   /// The agent's rewards as the env paid them on the device (float32): the
   /// host pricing of its positions must reproduce them bar by bar.
   std::vector<double> env_rewards;
@@ -91,32 +92,39 @@ inline constexpr int kCrossoverSlow = 100;  ///< bars of its slow moving average
 
 /// Positions of a random strategy with exactly `trades` position changes
 /// (the agent's), on bars drawn uniformly without replacement; each change
-/// moves to one of the two other positions at random. Flat before bar 0.
-std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed);
+/// moves to one of the two other positions at random (long-only: to the
+/// other one of flat and long). Flat before bar 0.
+std::vector<double> random_positions_with_trades(int count, long trades, std::uint64_t seed,
+                                                 PositionSet positions = PositionSet::long_short);
 
 /// Moving-average crossover positions over bars [first, first + count):
 /// long while the mean of the last `fast` closes before the bar is above the
-/// mean of the last `slow`, short while below, flat while equal or while
-/// fewer than `slow` closes precede the bar (decided from closes before
-/// the bar only: no look-ahead).
-std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow);
+/// mean of the last `slow`, short while below (long-only: flat), flat while
+/// equal or while fewer than `slow` closes precede the bar (decided from
+/// closes before the bar only: no look-ahead).
+std::vector<double> crossover_positions(const std::vector<double>& closes, int first, int count, int fast, int slow,
+                                        PositionSet positions = PositionSet::long_short);
 
 /// Baseline strategies over bars [first, first + count) of `series`, with
 /// `cost` per unit of position change: buy and hold, always flat, random
 /// with the agent's number of trades, and a 20/100-bar moving-average
-/// crossover.
+/// crossover, holding `positions` (buy and hold and flat are the same in
+/// both sets).
 std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int first, int count, double cost,
-                                                double bars_per_year, long agent_trades, std::uint64_t seed);
+                                                double bars_per_year, long agent_trades, std::uint64_t seed,
+                                                PositionSet positions = PositionSet::long_short);
 
 /// The agent's row name in a DQN run's report.
 inline constexpr const char* kDqnAgentName = "agent (greedy DQN)";
 
 /// The report of an agent that held `agent_positions` over bars [first,
 /// first + agent_positions.size()) of `series`, with the baselines on the
-/// same bars and costs; `agent_name` names the agent's row.
+/// same bars and costs, holding `positions`; `agent_name` names the
+/// agent's row.
 EvaluationReport build_evaluation_report(const MarketSeries& series, int first,
                                          const std::vector<double>& agent_positions, double cost, double bars_per_year,
-                                         std::uint64_t seed, const std::string& agent_name = kDqnAgentName);
+                                         std::uint64_t seed, const std::string& agent_name = kDqnAgentName,
+                                         PositionSet positions = PositionSet::long_short);
 
 /// The run record of an evaluation on `market`.
 EvaluationRecord evaluation_record(const MarketSetup& market);
@@ -189,7 +197,8 @@ class MarketBacktest {
   /// Steps the env with actions() and records bar `t`'s reward and position.
   void step(const ExecSpace& space, int t) {
     env_.step(space, actions_);
-    kernels::record_evaluation_step(space, t, env_.step_result().rewards, actions_, rewards_, positions_);
+    kernels::record_evaluation_step(space, t, env_.config().min_position(), env_.step_result().rewards, actions_,
+                                    rewards_, positions_);
   }
   /// The recorded positions and the env's rewards, on the host. Fences.
   void copy_back(const ExecSpace& space, std::vector<double>& positions, std::vector<double>& rewards) const {
@@ -226,10 +235,11 @@ class MarketBacktest {
 };
 
 /// The report of the agent's recorded positions and rewards over bars
-/// [first, first + positions.size()), with the baselines.
+/// [first, first + positions.size()), with the baselines holding
+/// `env_config`'s positions at its cost.
 EvaluationReport market_evaluation_report(const MarketSetup& market, int first, const std::vector<double>& positions,
-                                          const std::vector<double>& env_rewards, double cost, std::uint64_t seed,
-                                          const std::string& agent_name);
+                                          const std::vector<double>& env_rewards, const MarketEnvConfig& env_config,
+                                          std::uint64_t seed, const std::string& agent_name);
 
 }  // namespace detail
 
@@ -255,7 +265,7 @@ EvaluationReport evaluate_market(const ExecSpace& space, GreedyPolicy& policy, S
     }
     backtest.copy_back(space, positions, rewards);
   }
-  return detail::market_evaluation_report(market, first, positions, rewards, env_config.cost, seed, agent_name);
+  return detail::market_evaluation_report(market, first, positions, rewards, env_config, seed, agent_name);
 }
 
 }  // namespace foxrl

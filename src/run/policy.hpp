@@ -29,8 +29,8 @@ namespace foxrl {
 struct MarketDecisions {
   std::vector<int> bar;                 ///< index of the last bar each decision has seen
   std::vector<std::int64_t> timestamp;  ///< its timestamp
-  std::vector<std::vector<float>> q;    ///< Q-values per action (short, flat, long)
-  std::vector<int> action;              ///< greedy action: 0 short, 1 flat, 2 long
+  std::vector<std::vector<float>> q;    ///< Q-values per action (short, flat, long; long-only flat, long)
+  std::vector<int> action;              ///< greedy action: 0 short, 1 flat, 2 long (long-only 0 flat, 1 long)
 };
 
 template <class ExecSpace = Kokkos::DefaultExecutionSpace>
@@ -87,13 +87,15 @@ class Policy {
   }
 
   /// Decisions after each bar of `series` (or only after the last one) for
-  /// a system holding `position` (-1, 0, +1).
+  /// a system holding `position` (-1, 0, +1; a long-only run 0 or +1).
   MarketDecisions decide_market(const ExecSpace& space, const MarketSeries& series, int position, bool latest_only) {
     if (spec_.env != EnvKind::market)
       throw UsageError(std::string("Policy: this checkpoint was trained on ") + env_kind_name(spec_.env));
     const ObservationSpec& obs_spec = spec_.market_env.observation;
-    if (position < -1 || position > 1)
-      throw UsageError("Policy: position must be -1, 0 or 1, got " + std::to_string(position));
+    if (position < spec_.market_env.min_position() || position > 1)
+      throw UsageError(spec_.market_env.positions == PositionSet::long_only
+                           ? "Policy: position must be 0 or 1 (a long-only run), got " + std::to_string(position)
+                           : "Policy: position must be -1, 0 or 1, got " + std::to_string(position));
     const int bars = static_cast<int>(series.size());
     // A decision at time t sees bars 0 .. t-1, and needs `window` returns.
     const int first_t = latest_only ? bars : obs_spec.min_decision_bar();

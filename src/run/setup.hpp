@@ -61,8 +61,9 @@ inline RunSpec run_spec(const TrainConfig& config) {
     m.observation.window = static_cast<int>(config.window);
     m.episode_length = static_cast<int>(config.episode_length);
     m.cost = config.cost_bps * 1e-4;
+    m.positions = parse_position_set(config.positions);
     s.obs_dim = m.observation.obs_dim();
-    s.num_actions = MarketEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
+    s.num_actions = m.num_actions();
     s.feature_window = m.observation.rolling_window();
     s.normalizes = true;
     s.normalize_mask = market_normalize_mask(m.observation);

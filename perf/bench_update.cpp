@@ -6,17 +6,26 @@
 // loop that never waits sees), and kernel launches per update.
 //
 //   foxrl_bench_update [--quick] [--repeats N] [--dense portable|blas|both] [--export-checkpoint DIR]
+//                      [--gradient-mean]
 //
 // --quick: a small network and batch so the host run takes well under a
 // second. --export-checkpoint DIR: after the measurements, writes
 // DIR/model.safetensors (the learner after its updates), DIR/inputs.bin
 // (float32 [n, obs_dim], row-major, little-endian) and DIR/q_foxrl.bin
 // (float32 [n, num_actions], foxrl's Q-values of those inputs) for
-// docs/load_checkpoint_in_pytorch.py.
+// docs/load_checkpoint_in_pytorch.py. --gradient-mean: then, on the blas
+// backend, the pipelined update split in two with the data-parallel
+// gradient mean between the halves, on one rank, per transport ("split":
+// an empty hook, the split's own cost; "host": MPI's path through host
+// buffers; "nccl" where built in): the all-reduce's cost per update is a
+// transport's time minus the split's.
 
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "dist/communicator.hpp"
+#include "dist/gradient_reducer.hpp"
+#include "views/agents/dqn/learner_metrics.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -26,6 +35,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,6 +50,7 @@ struct Options {
   int repeats = 50;
   std::string export_dir;
   std::string dense = "both";  ///< portable, blas or both
+  bool gradient_mean = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -50,6 +61,8 @@ Options parse(int argc, char** argv) {
       o.quick = true;
     else if (a == "--repeats" && i + 1 < argc)
       o.repeats = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--gradient-mean")
+      o.gradient_mean = true;
     else if (a == "--export-checkpoint" && i + 1 < argc)
       o.export_dir = argv[++i];
     else if (a == "--dense" && i + 1 < argc &&
@@ -57,8 +70,9 @@ Options parse(int argc, char** argv) {
               std::string(argv[i + 1]) == "both"))
       o.dense = argv[++i];
     else {
-      std::cerr << "usage: " << argv[0]
-                << " [--quick] [--repeats N] [--dense portable|blas|both] [--export-checkpoint DIR]\n";
+      std::cerr
+          << "usage: " << argv[0]
+          << " [--quick] [--repeats N] [--dense portable|blas|both] [--export-checkpoint DIR] [--gradient-mean]\n";
       std::exit(2);
     }
   }
@@ -176,6 +190,42 @@ int main(int argc, char** argv) {
           learner.layout().describe().c_str(), batch_size, foxrl::to_string(backend), pipeline,
           per_update[per_update.size() / 2], rounds, Exec::name());
       std::fflush(stdout);
+
+      if (opt.gradient_mean && backend == foxrl::DenseBackend::blas) {
+        const auto one_rank = foxrl::dist::single_process();
+        for (const std::string transport : {"split", "host", "nccl"}) {
+          if (transport == "nccl" && !foxrl::nccl_reduction_available<Exec>()) continue;
+          std::shared_ptr<foxrl::GradientReducer<Exec>> reducer;
+          if (transport != "split")
+            reducer = foxrl::make_gradient_reducer<Exec>(
+                one_rank, learner.gradients(), learner.metrics(), foxrl::LearnerMetrics::grad_norm,
+                transport == "host" ? foxrl::ReductionTransport::host : foxrl::ReductionTransport::nccl);
+          learner.set_gradient_hook(
+              [reducer](const Exec& s, const foxrl::FlatParams<Mem>& g, const Kokkos::View<float*, Mem>& m) {
+                if (reducer) reducer->mean(s, g, m);
+              });
+          for (int i = 0; i < 3; ++i) learner.update(space, batch);  // warm-up (NCCL's first launch)
+          context.fence("bench::gradient_mean_warm");
+          std::vector<double> split_us;
+          for (int r = 0; r < rounds; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < pipeline; ++i) learner.update(space, batch);
+            context.fence("bench::gradient_mean");
+            split_us.push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / pipeline);
+          }
+          std::sort(split_us.begin(), split_us.end());
+          std::printf(
+              "{\"bench\":\"dqn_update_gradient_mean\",\"config\":\"%s batch %d, %d updates per fence, one rank\","
+              "\"transport\":\"%s\",\"detail\":\"%s\",\"gradient_bytes\":%zu,\"median_us\":%.2f,\"repeats\":%d,"
+              "\"backend\":\"%s\"}\n",
+              learner.layout().describe().c_str(), batch_size, pipeline, transport.c_str(),
+              reducer ? reducer->transport().c_str() : "no reduction", learner.gradients().extent(0) * sizeof(float),
+              split_us[split_us.size() / 2], rounds, Exec::name());
+          std::fflush(stdout);
+          learner.set_gradient_hook({});
+        }
+      }
 
       if (!opt.export_dir.empty() && backend == foxrl::DenseBackend::portable) {
         const int n = 16;

@@ -12,8 +12,12 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -36,6 +40,23 @@ int failed(int rc) {
   foxrl::dist::abort_if_distributed(rc);
   return rc;
 }
+
+#ifdef KOKKOS_ENABLE_CUDA
+/// Kokkos' settings for this process: in a run of several ranks, the GPU
+/// of this rank's place on its node (dist::device_for_local_rank), unless
+/// KOKKOS_DEVICE_ID chooses one. Creates the world (MPI) before Kokkos, as
+/// MPI launchers expect.
+Kokkos::InitializationSettings kokkos_settings() {
+  Kokkos::InitializationSettings settings;
+  const auto world = foxrl::dist::world();
+  if (world->size() > 1 && std::getenv("KOKKOS_DEVICE_ID") == nullptr) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    settings.set_device_id(foxrl::dist::device_for_local_rank(world->local_rank(), devices));
+  }
+  return settings;
+}
+#endif
 
 }  // namespace
 
@@ -98,7 +119,11 @@ int main(int argc, char** argv) {
   }
 
   try {
+#ifdef KOKKOS_ENABLE_CUDA
+    Kokkos::ScopeGuard kokkos(kokkos_settings());
+#else
     Kokkos::ScopeGuard kokkos;
+#endif
     foxrl::KernelCheck::install_from_environment();  // FOXRL_CHECK_KERNELS=1: name a failing kernel
     for (const auto& command : {train, evaluate, infer, collect, dataset, train_offline, info}) {
       if (const int rc = command(); rc >= 0) return rc;

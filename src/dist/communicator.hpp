@@ -71,6 +71,11 @@ void abort_if_distributed(int exit_code);
 /// (for messages a rank prints on its own).
 std::string rank_label();
 
+/// The GPU of a rank: its rank on the node modulo the node's `devices`
+/// (mpirun and srun number a node's ranks 0, 1, ...; one rank per GPU is
+/// the layout NCCL needs). UsageError when `devices` < 1.
+int device_for_local_rank(int local_rank, int devices);
+
 /// Seed of rank `rank`'s randomness (envs, exploration, replay sampling):
 /// `seed` itself on rank 0, so a one-rank run is the single-process run,
 /// and a mixed stream per further rank.

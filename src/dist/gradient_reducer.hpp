@@ -8,15 +8,17 @@
 //
 // HostGradientReducer is the MPI implementation: it copies to host buffers
 // made once (none where the Views already live in host memory), fences the
-// instance, sums with the Communicator and scales on the instance. A GPU
-// build adds an NCCL implementation next to it (ncclAllReduce with ncclAvg
-// on the context's stream, no fence and no host copy, keeping the
-// one-stream rule); the trainer picks it where the Views live on the GPU.
+// instance, sums with the Communicator and scales on the instance.
+// NcclGradientReducer (CUDA builds with NCCL) runs ncclAllReduce with
+// ncclAvg on the instance's stream: no fence and no host copy, so the
+// one-stream rule holds. make_gradient_reducer picks NCCL where it is built
+// in and the Views live on the GPU, else the host path.
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/host_mirror.hpp"
 #include "dist/communicator.hpp"
+#include "dist/nccl_all_reduce.hpp"
 #include "kernels/dist/scale.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -24,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace foxrl {
@@ -40,6 +43,8 @@ class GradientReducer {
   /// ranks (same shapes on every rank); called by every rank once per
   /// update.
   virtual void mean(const ExecSpace& space, const vector& grads, const vector& metrics) = 0;
+  /// How the mean is formed, for logs ("MPI on host buffers", "NCCL ...").
+  virtual std::string transport() const = 0;
 };
 
 /// GradientReducer through a host Communicator (MPI_Allreduce).
@@ -79,10 +84,79 @@ class HostGradientReducer final : public GradientReducer<ExecSpace> {
     kernels::scale(space, metrics, metric_slots_, inverse);
   }
 
+  std::string transport() const override { return comm_->transport() + " on host buffers"; }
+
  private:
   std::shared_ptr<dist::Communicator> comm_;
   typename vector::HostMirror grads_host_, metrics_host_;
   std::size_t metric_slots_;
 };
+
+#if defined(FOXRL_HAS_NCCL) && FOXRL_HAS_NCCL && defined(KOKKOS_ENABLE_CUDA)
+/// GradientReducer through NCCL on the instance's CUDA stream.
+class NcclGradientReducer final : public GradientReducer<Kokkos::Cuda> {
+ public:
+  /// For gradients of `grads`'s length and the first `metric_slots`
+  /// metrics; creates the process's NCCL communicator on first use (a
+  /// collective: every rank constructs its reducers in the same order).
+  NcclGradientReducer(const std::shared_ptr<dist::Communicator>& comm, const vector& grads, const vector& metrics,
+                      std::size_t metric_slots)
+      : nccl_(dist::NcclAllReduce::for_ranks(comm)),
+        grads_size_(grads.extent(0)),
+        metrics_size_(metrics.extent(0)),
+        metric_slots_(metric_slots) {
+    if (metric_slots_ > metrics_size_)
+      throw LogicError("foxrl::NcclGradientReducer: " + std::to_string(metric_slots_) + " metric slots of " +
+                       std::to_string(metrics_size_));
+  }
+
+  void mean(const Kokkos::Cuda& space, const vector& grads, const vector& metrics) override {
+    if (grads.extent(0) != grads_size_ || metrics.extent(0) != metrics_size_)
+      throw LogicError("foxrl::NcclGradientReducer::mean: shapes differ from the construction's");
+    nccl_->mean(space.cuda_stream(), grads.data(), grads_size_, metrics.data(), metric_slots_);
+  }
+
+  std::string transport() const override { return nccl_->describe() + " on the run's stream"; }
+
+ private:
+  std::shared_ptr<dist::NcclAllReduce> nccl_;
+  std::size_t grads_size_, metrics_size_, metric_slots_;
+};
+#endif
+
+/// Which all-reduce make_gradient_reducer builds.
+enum class ReductionTransport {
+  automatic,  ///< NCCL where built in and the Views are on the GPU, else host
+  host,       ///< the Communicator on host buffers (MPI)
+  nccl,       ///< NCCL; UsageError where it is not built in
+};
+
+/// True if this build can reduce ExecSpace's Views through NCCL.
+template <class ExecSpace>
+constexpr bool nccl_reduction_available() {
+#if defined(FOXRL_HAS_NCCL) && FOXRL_HAS_NCCL && defined(KOKKOS_ENABLE_CUDA)
+  return std::is_same_v<ExecSpace, Kokkos::Cuda>;
+#else
+  return false;
+#endif
+}
+
+/// The gradient mean of a run: see ReductionTransport.
+template <class ExecSpace>
+std::unique_ptr<GradientReducer<ExecSpace>> make_gradient_reducer(
+    const std::shared_ptr<dist::Communicator>& comm, const typename GradientReducer<ExecSpace>::vector& grads,
+    const typename GradientReducer<ExecSpace>::vector& metrics, std::size_t metric_slots,
+    ReductionTransport transport = ReductionTransport::automatic) {
+  if constexpr (nccl_reduction_available<ExecSpace>()) {
+#if defined(FOXRL_HAS_NCCL) && FOXRL_HAS_NCCL && defined(KOKKOS_ENABLE_CUDA)
+    if (transport != ReductionTransport::host)
+      return std::make_unique<NcclGradientReducer>(comm, grads, metrics, metric_slots);
+#endif
+  } else if (transport == ReductionTransport::nccl) {
+    throw UsageError(std::string("the NCCL all-reduce needs a CUDA build with NCCL (FOXRL_ENABLE_NCCL); this is a ") +
+                     ExecSpace::name() + " build" + (dist::built_with_nccl() ? "" : " without NCCL"));
+  }
+  return std::make_unique<HostGradientReducer<ExecSpace>>(comm, grads, metrics, metric_slots);
+}
 
 }  // namespace foxrl

@@ -34,6 +34,12 @@ class SingleProcess final : public Communicator {
 
 std::shared_ptr<Communicator> single_process() { return std::make_shared<SingleProcess>(); }
 
+int device_for_local_rank(int local_rank, int devices) {
+  if (devices < 1) throw UsageError("no GPU visible to this rank (CUDA_VISIBLE_DEVICES, or the job's GPU request)");
+  if (local_rank < 0) throw LogicError("foxrl::dist::device_for_local_rank: local rank " + std::to_string(local_rank));
+  return local_rank % devices;
+}
+
 std::uint64_t rank_seed(std::uint64_t seed, int rank) {
   if (rank == 0) return seed;
   // A tag far from the small tags components derive their streams with.

@@ -62,6 +62,12 @@ class OfflineAgent {
   virtual GuardCounters guard_counters(const ExecSpace& space) const = 0;
   virtual void save_guard_state(const ExecSpace& space, const std::string& path) const = 0;
   virtual void load_guard_state(const ExecSpace& space, const std::string& path) = 0;
+  /// The learner's gradient hook (data-parallel training; see
+  /// OfflineGradientHook).
+  virtual void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) = 0;
+  /// The whole learned state as named flat buffers ("<network>.params",
+  /// ".target", ".adam_m", ".adam_v"), for the replicas' checksum.
+  virtual std::vector<std::pair<std::string, FlatParams<memory_space>>> state_buffers() const = 0;
 };
 
 /// OfflineAgent over a learner of the common method names.
@@ -99,6 +105,10 @@ class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
     StateReader<ExecSpace> file(path);
     learner_.visit_guard_state(file, space);  // checks every tensor and value first
     file.apply(space);
+  }
+  void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) override { learner_.set_gradient_hook(std::move(hook)); }
+  std::vector<std::pair<std::string, FlatParams<memory_space>>> state_buffers() const override {
+    return learner_.guards().buffers();
   }
   Learner& learner() { return learner_; }
 

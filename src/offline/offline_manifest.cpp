@@ -43,6 +43,7 @@ void OfflineManifest::write(const std::string& dir) const {
   j["sample_calls"] = sample_calls;
   j["dataset_rows"] = dataset_rows;
   j["log_bytes"] = log_bytes;
+  if (ranks != 1) j["ranks"] = ranks;  // single-process manifests stay as they were
   j["crc32c"] = content_checksum(j);
   write_file_atomically(manifest_path(dir), j.dump(2) + "\n");
 }
@@ -76,6 +77,8 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
     m.sample_calls = field("sample_calls").get<std::uint64_t>();
     m.dataset_rows = field("dataset_rows").get<std::int64_t>();
     m.log_bytes = field("log_bytes").get<std::map<std::string, std::int64_t>>();
+    m.ranks = j.contains("ranks") ? j.at("ranks").get<int>() : 1;
+    if (m.ranks < 1) throw UsageError(path + ": field 'ranks' is " + std::to_string(m.ranks) + ", expected >= 1");
     m.has_guard = j.contains("guard");
     if (m.has_guard && j.at("guard") != guard_file)
       throw UsageError(path + ": field 'guard' is " + j.at("guard").dump().substr(0, 40) + ", expected \"" +
@@ -86,6 +89,15 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
   if (m.epoch < 0 || m.updates < 0 || m.dataset_rows < 1)
     throw UsageError(path + ": negative epoch or counters, or an empty dataset");
   return m;
+}
+
+void OfflineManifest::check_ranks(int ranks_now, const std::string& where) const {
+  if (ranks == ranks_now) return;
+  throw UsageError(
+      where + ": the checkpoint was written by a run of " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+      ", this run has " + std::to_string(ranks_now) +
+      "; each rank samples the dataset with its own stream, so resume with " + std::to_string(ranks) +
+      (ranks == 1 ? " rank (no mpirun, or mpirun -np 1)" : " ranks (mpirun -np " + std::to_string(ranks) + ")"));
 }
 
 }  // namespace foxrl

@@ -3,7 +3,7 @@
 // (offline_checkpoint.json beside learner.safetensors). It holds what the
 // learner's file does not: the run's config, the epoch, the sampler's call
 // counter (so a resumed run draws the batches the uninterrupted one would),
-// the dataset's size, the lengths of train.log and metrics.jsonl at the
+// the dataset's size, the ranks of a data-parallel run, the lengths of train.log and metrics.jsonl at the
 // checkpoint (a resume cuts the logs back to them), and a CRC-32C of its
 // own contents, so an edited or damaged manifest is refused.
 
@@ -28,12 +28,18 @@ struct OfflineManifest {
   std::int64_t dataset_rows = 0;
   std::map<std::string, std::int64_t> log_bytes;
   bool has_guard = true;  ///< the generation holds guard_file (older ones do not)
+  /// Ranks of the data-parallel run that wrote it (1: a single process;
+  /// stored only when > 1). Each rank samples its own stream, so a resume
+  /// needs the same count.
+  int ranks = 1;
 
   /// Writes `dir`/offline_checkpoint.json atomically.
   void write(const std::string& dir) const;
   /// Reads `dir`/offline_checkpoint.json; UsageError naming the file and
   /// field on a missing, malformed or damaged (checksum) manifest.
   static OfflineManifest read(const std::string& dir);
+  /// UsageError naming `where` and both counts unless ranks == ranks_now.
+  void check_ranks(int ranks_now, const std::string& where) const;
 };
 
 }  // namespace foxrl

@@ -23,11 +23,22 @@
 //
 // The state of a run is the learner's file plus the sampler's call counter
 // (OfflineManifest): a resumed run continues bit for bit.
+//
+// Data-parallel (a Communicator of several ranks, e.g. under mpirun): every
+// rank holds the whole dataset and samples its own batches (the sampler
+// seeded by dist::rank_seed); every network's step averages its gradients
+// and the loss its guard judges over the ranks (the learner's gradient
+// hook, make_gradient_reducer: NCCL on the GPU where built in, else MPI),
+// so the weights stay identical; the epoch's metric means are averaged too,
+// and a checksum of every learned buffer is compared after each epoch.
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
 #include "core/host_mirror.hpp"
+#include "dist/communicator.hpp"
+#include "dist/gradient_reducer.hpp"
+#include "dist/replica_check.hpp"
 #include "envs/episode_evaluation.hpp"
 #include "kernels/offline/metric_sums.hpp"
 #include "market/market_evaluation.hpp"
@@ -87,7 +98,11 @@ class OfflineTrainer {
 
   /// Reads and uploads the dataset, builds the learner and sampler. A
   /// malformed dataset or config: UsageError naming the file and field.
-  explicit OfflineTrainer(const OfflineTrainConfig& config) : config_(config), context_(config.seed) {
+  /// `comm`: the ranks of a data-parallel run (one rank by default).
+  explicit OfflineTrainer(const OfflineTrainConfig& config,
+                          std::shared_ptr<dist::Communicator> comm = dist::single_process())
+      : config_(config), context_(config.seed), comm_(std::move(comm)) {
+    if (!comm_) throw LogicError("foxrl::OfflineTrainer: no communicator");
     config_.validate();
     const ExecSpace& space = context_.space();
     const DatasetFile file = read_dataset_file(config_.dataset);
@@ -108,8 +123,20 @@ class OfflineTrainer {
     OfflineSamplerConfig sampler;
     sampler.max_batch = static_cast<int>(config_.batch_size);
     sampler.gamma = static_cast<float>(config_.gamma);
-    sampler.seed = config_.seed;
+    sampler.seed = dist::rank_seed(config_.seed, comm_->rank());  // config_.seed itself on rank 0
     sampler_.emplace(space, *dataset_, sampler);
+    if (comm_->size() > 1) {
+      // One reducer per network, made at its first step (the sizes come
+      // with the gradients); NCCL's communicator is made then too, at the
+      // same point on every rank.
+      agent_->set_gradient_hook([this](const ExecSpace& s, int k, const FlatParams<memory_space>& grads,
+                                       const Kokkos::View<float*, memory_space>& loss) {
+        if (reducers_.size() <= std::size_t(k)) reducers_.resize(std::size_t(k) + 1);
+        if (!reducers_[k]) reducers_[k] = make_gradient_reducer<ExecSpace>(comm_, grads, loss, 1);
+        reducers_[k]->mean(s, grads, loss);
+      });
+      replicas_ = std::make_unique<ReplicaCheck<ExecSpace>>(comm_, agent_->state_buffers());
+    }
     sums_ = Kokkos::View<double*, memory_space>(Kokkos::view_alloc(space, "foxrl::OfflineTrainer::metric_sums"),
                                                 OfflineMetrics::count);
     context_.fence("foxrl::OfflineTrainer::setup");
@@ -133,6 +160,11 @@ class OfflineTrainer {
     const auto sums = to_host(space, sums_, "foxrl::OfflineTrainer::read_metrics");
     Kokkos::deep_copy(space, sums_, 0.0);
     ++epoch_;
+    if (comm_->size() > 1) {
+      comm_->sum(sums.data(), sums.extent(0));
+      for (std::size_t i = 0; i < sums.extent(0); ++i) sums(i) /= double(comm_->size());
+      replicas_->verify(space, "after epoch " + std::to_string(epoch_));
+    }
     OfflineEpochRecord r;
     r.epoch = epoch_;
     r.updates = agent_->updates();
@@ -143,6 +175,7 @@ class OfflineTrainer {
     r.lr_scale = guard.lr_scale;
     rejected_before_ = guard.rejected;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    comm_->max(&r.seconds, 1);  // the slowest rank's
     r.updates_per_s = r.seconds > 0 ? double(config_.updates_per_epoch) / r.seconds : 0.0;
     for (const auto& s : agent_->metric_slots())
       r.metrics.emplace_back(s.name, sums(s.slot) / double(config_.updates_per_epoch));
@@ -227,6 +260,7 @@ class OfflineTrainer {
     m.sample_calls = sampler_->sample_calls();
     m.dataset_rows = rows_;
     m.log_bytes = log_bytes;
+    m.ranks = comm_->size();
     m.write(dir);
   }
 
@@ -236,6 +270,7 @@ class OfflineTrainer {
   OfflineManifest resume(const std::string& dir) {
     const ExecSpace& space = context_.space();
     OfflineManifest m = OfflineManifest::read(dir);
+    m.check_ranks(comm_->size(), dir + "/" + OfflineManifest::manifest_file);
     if (m.algo != config_.algo)
       throw UsageError(dir + "/" + OfflineManifest::manifest_file + ": the checkpoint is of algo '" + m.algo +
                        "', the run's config says '" + config_.algo + "'");
@@ -270,6 +305,12 @@ class OfflineTrainer {
   const RunSpec& spec() const { return spec_; }
   const ExecSpace& space() const { return context_.space(); }
   const OfflineTrainConfig& config() const { return config_; }
+  const dist::Communicator& communicator() const { return *comm_; }
+  /// How the ranks average gradients ("" with one rank, or before the
+  /// first update), for logs.
+  std::string gradient_transport() const {
+    return !reducers_.empty() && reducers_.front() ? reducers_.front()->transport() : std::string();
+  }
 
  private:
   using obs_view = typename VectorEnv<ExecSpace>::obs_view;
@@ -324,6 +365,9 @@ class OfflineTrainer {
 
   OfflineTrainConfig config_;
   ExecutionContext<ExecSpace> context_;
+  std::shared_ptr<dist::Communicator> comm_;
+  std::vector<std::unique_ptr<GradientReducer<ExecSpace>>> reducers_;  ///< per network, with several ranks
+  std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;                  ///< with several ranks
   DatasetMetadata metadata_;
   std::int64_t rows_ = 0;
   RunSpec spec_;

@@ -171,7 +171,7 @@ struct OfflineTrainingRun::Files {
 };
 
 OfflineTrainingRun::OfflineTrainingRun(OfflineTrainConfig config, bool resume, bool overwrite)
-    : config_(std::move(config)), resume_(resume), overwrite_(overwrite) {
+    : config_(std::move(config)), resume_(resume), overwrite_(overwrite), comm_(dist::world()) {
   if (resume_ && overwrite_) throw UsageError("a run either resumes its directory or overwrites it, not both");
 }
 
@@ -200,6 +200,7 @@ OfflineTrainConfig OfflineTrainingRun::saved_config(const std::string& out_dir) 
 }
 
 void OfflineTrainingRun::say(const std::string& line) {
+  if (comm_->rank() != 0) return;  // rank 0 speaks for the run
   for (const auto& sink : sinks_) sink(line);
   if (files_->open) {
     files_->log << line << std::endl;
@@ -215,8 +216,23 @@ void OfflineTrainingRun::resume_newest_generation() {
   for (std::size_t i = 0; i < generations.size(); ++i) {
     const auto& g = generations[i];
     try {
-      if (!trainer_) trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_);
-      const OfflineManifest m = trainer_->resume(g.path);
+      if (!trainer_) trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_, comm_);
+      std::optional<OfflineManifest> loaded;
+      std::string failure;
+      try {
+        loaded = trainer_->resume(g.path);
+      } catch (const UsageError& e) {
+        failure = e.what();
+      }
+      // Every rank resumes from the same generation: one that fails on any
+      // rank fails on all (the ranks read the same files, so a difference
+      // means a file changed or could not be read on one node).
+      double failed = failure.empty() ? 0.0 : 1.0;
+      comm_->sum(&failed, 1);
+      if (failed > 0 && failure.empty()) failure = "another rank could not load it";
+      if (!failure.empty()) throw UsageError(failure);
+      const OfflineManifest& m = *loaded;
+      if (comm_->rank() != 0) return;  // rank 0 alone changes the run directory
       for (std::size_t k = 0; k < i; ++k) store.set_aside(generations[k]);
       if (i > 0) say("warning: resumed from the older checkpoint " + g.path + "; set aside as damaged: " + problems);
       const auto bytes = [&](const char* name) {
@@ -244,23 +260,25 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
   config_.validate();
   namespace fs = std::filesystem;
   std::error_code ec;
+  // Rank 0 writes the run directory; the other ranks train alongside.
+  const bool writer = comm_->rank() == 0;
   if (resume_) {
     // Nothing on disk changes before the checkpoint has loaded: a failed
     // resume leaves the run as it was.
     if (!fs::is_directory(config_.out_dir, ec))
       throw UsageError("--resume: out_dir '" + config_.out_dir + "' is not a directory");
     check_resume_compatible(saved_config(config_.out_dir), config_, config_.out_dir + "/checkpoints");
-  } else {
+  } else if (writer) {
     prepare_output_directory(config_.out_dir, "out_dir");
   }
-  files_ = std::make_unique<Files>(config_.out_dir);
+  if (writer) files_ = std::make_unique<Files>(config_.out_dir);
   const CheckpointStore store(config_.out_dir);
-  if (!resume_) prepare_fresh_run_directory(config_.out_dir, overwrite_, offline_run_files());
+  if (!resume_ && writer) prepare_fresh_run_directory(config_.out_dir, overwrite_, offline_run_files());
   OfflineTrainingSummary summary;
   if (resume_) {
     resume_newest_generation();
   } else {
-    trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_);
+    trainer_ = std::make_unique<OfflineTrainer<ExecSpace>>(config_, comm_);
   }
   OfflineTrainer<ExecSpace>& trainer = *trainer_;
   const DatasetMetadata& d = trainer.dataset_metadata();
@@ -268,27 +286,33 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
       config_.dataset + " (" + std::to_string(trainer.dataset_rows()) + " transitions of " + env_kind_name(d.env) +
       (d.policy.empty() ? std::string() : ", behaviour policy " + d.policy) +
       (d.policy == "epsilon-greedy" ? " epsilon " + short_number(d.epsilon) : std::string()) + "), seed " +
-      std::to_string(config_.seed));
+      std::to_string(config_.seed) +
+      (comm_->size() > 1 ? ", " + std::to_string(comm_->size()) + " ranks (" + comm_->transport() + ")" : ""));
   if (const auto* market = trainer.market()) say(market->data.describe());
   if (resume_) {
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
         std::to_string(trainer.updates()) + " updates) in " + config_.out_dir);
   }
   summary.first_epoch = trainer.epoch();
-  store.remove_stale_temporaries();
-  files_->log.open(config_.out_dir + "/train.log", std::ios::app);
-  files_->metrics.open(config_.out_dir + "/metrics.jsonl", std::ios::app);
-  if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config_.out_dir + "': cannot write its logs");
-  files_->open = true;
-  for (const auto& line : files_->pending) files_->log << line << "\n";
-  files_->log.flush();
-  files_->pending.clear();
-  write_file_atomically(config_.out_dir + "/config.json", config_.to_json() + "\n");
+  if (writer) {
+    store.remove_stale_temporaries();
+    files_->log.open(config_.out_dir + "/train.log", std::ios::app);
+    files_->metrics.open(config_.out_dir + "/metrics.jsonl", std::ios::app);
+    if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config_.out_dir + "': cannot write its logs");
+    files_->open = true;
+    for (const auto& line : files_->pending) files_->log << line << "\n";
+    files_->log.flush();
+    files_->pending.clear();
+    write_file_atomically(config_.out_dir + "/config.json", config_.to_json() + "\n");
+  }
 
   for (std::int64_t e = trainer.epoch(); e < config_.epochs; ++e) {
     const OfflineEpochRecord record = trainer.run_epoch();
     summary.epochs.push_back(record);
+    if (e == summary.first_epoch && comm_->size() > 1)
+      say("gradient mean over the ranks: " + trainer.gradient_transport());
     say(format_offline_epoch_log(record));
+    if (!writer) continue;
     files_->metrics << offline_epoch_json(record) << std::endl;
     if (record.evaluation)
       write_file_atomically(config_.out_dir + "/evaluation_episodes.json", evaluation_json(record, config_));
@@ -303,6 +327,7 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
           static_cast<int>(config_.keep_checkpoints));
     }
   }
+  if (!writer) return summary;  // rank 0 reports and writes the outputs
   ChartOptions options;
   const ChartSeries returns = read_eval_curve(config_.out_dir + "/metrics.jsonl", options);
   write_file_atomically(config_.out_dir + "/learning_curve_return.svg",

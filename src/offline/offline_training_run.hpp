@@ -16,7 +16,14 @@
 //   foxrl::OfflineTrainingRun run(config);
 //   run.on_log([](const std::string& line) { std::cout << line << "\n"; });
 //   const auto summary = run.run();
+//
+// Started by an MPI launcher (dist::world() has several ranks) it is one
+// data-parallel run (OfflineTrainer): rank 0 speaks for it and writes the
+// run directory (logs, metrics, checkpoints, evaluation files); every rank
+// resumes from the same generation, and a resume needs the rank count that
+// wrote it.
 
+#include "dist/communicator.hpp"
 #include "offline/offline_train_config.hpp"
 #include "offline/offline_trainer.hpp"
 
@@ -74,6 +81,7 @@ class OfflineTrainingRun {
   bool resume_;
   bool overwrite_;
   bool started_ = false;
+  std::shared_ptr<dist::Communicator> comm_;
   std::vector<std::function<void(const std::string&)>> sinks_;
   std::unique_ptr<OfflineTrainer<ExecSpace>> trainer_;
   struct Files;

@@ -275,6 +275,7 @@ TrainingSummary TrainingRun::run() {
   }
   DqnTrainer<ExecSpace>& trainer = *trainer_;
   if (trainer.market()) say(trainer.market()->data.describe());
+  if (comm_->size() > 1) say("gradient mean over the ranks: " + trainer.gradient_transport());
   if (resume_) {
     say("resumed from the checkpoint of epoch " + std::to_string(trainer.epoch()) + " (" +
         std::to_string(trainer.global_step()) + (comm_->size() > 1 ? " env steps per rank, " : " env steps, ") +

@@ -10,6 +10,9 @@
 //   fail-throw    rank 1 throws before its all-reduce of update 3 while rank
 //                 0 waits in it: every rank must end, with an error.
 //   fail-kill     rank 1 is killed (SIGKILL) at the same point.
+//   offline-learner  the learner check for IQL, CQL and BC: each network's
+//                 gradients and guarded loss averaged through the learners'
+//                 gradient hook, as OfflineTrainer does.
 // Exit 0 when the checks hold; the failure modes end with the abort's code.
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/compat.hpp"
@@ -18,7 +21,9 @@
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
 #include "dist/replica_check.hpp"
+#include "offline/offline_agent.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
+#include "views/agents/offline/offline_metrics.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -231,6 +236,80 @@ void check_learner(foxrl::dist::Communicator& comm, const std::string& fail) {
             << " rows = one " << 2 * half << "-row batch; buffers identical bit for bit)" << std::endl;
 }
 
+foxrl::OfflineTrainConfig offline_config(const std::string& algo, int batch) {
+  foxrl::OfflineTrainConfig c;
+  c.algo = algo;
+  c.hidden = {24, 16};
+  c.batch_size = batch;
+  c.lr = 1e-3;
+  c.adam_eps = 1e-3;      // as learner_config: Adam's step moves by at most lr/eps times a gradient's difference
+  c.max_grad_norm = 1.0;  // clipping on: its norm is the mean gradient's
+  c.cql_target_update_every = 2;
+  c.seed = 11;
+  return c;
+}
+
+void check_offline_learner(foxrl::dist::Communicator& comm, const std::string& algo) {
+  require(comm.size() == 2, "run with 2 ranks (mpirun -np 2), got " + std::to_string(comm.size()));
+  foxrl::ExecutionContext<Space> context(0);
+  const auto& space = context.space();
+  auto shard = foxrl::make_offline_agent(space, offline_config(algo, half), obs_dim, num_actions, 16);
+  auto whole = foxrl::make_offline_agent(space, offline_config(algo, 2 * half), obs_dim, num_actions, 16);
+  // The trainer's hook: one reducer per network, made at its first step.
+  std::vector<std::unique_ptr<foxrl::GradientReducer<Space>>> reducers;
+  int calls = 0;
+  shard->set_gradient_hook(
+      [&](const Space& s, int k, const foxrl::FlatParams<Mem>& grads, const Kokkos::View<float*, Mem>& loss) {
+        ++calls;
+        if (reducers.size() <= std::size_t(k)) reducers.resize(std::size_t(k) + 1);
+        if (!reducers[k]) reducers[k] = foxrl::make_gradient_reducer<Space>(foxrl::dist::world(), grads, loss, 1);
+        reducers[k]->mean(s, grads, loss);
+      });
+  for (int u = 0; u < updates; ++u) {
+    const Rows rows = make_rows(2 * half, 2000 + u);
+    shard->update(space, batch_of(space, rows, comm.rank() * half, (comm.rank() + 1) * half));
+    whole->update(space, batch_of(space, rows, 0, 2 * half));
+  }
+  const int networks = calls / updates;
+  require(
+      calls == networks * updates && networks == (algo == "iql" ? 4 : 1),
+      algo + ": the gradient hook ran " + std::to_string(calls) + " times in " + std::to_string(updates) + " updates");
+  // Every guarded loss is the mean of the two halves' losses, so the guards
+  // decide as the one-rank reference's (none rejects a healthy update).
+  const auto m = host_copy(space, shard->metrics()), m_ref = host_copy(space, whole->metrics());
+  // (The other slots, e.g. CQL's penalty and TD parts, stay each rank's own.)
+  using foxrl::OfflineMetrics;
+  const std::vector<int> guarded = algo == "iql"
+                                       ? std::vector<int>{OfflineMetrics::value_loss, OfflineMetrics::q1_loss,
+                                                          OfflineMetrics::q2_loss, OfflineMetrics::policy_loss}
+                                   : algo == "cql" ? std::vector<int>{OfflineMetrics::cql_loss}
+                                                   : std::vector<int>{OfflineMetrics::bc_loss};
+  double worst_metric = 0.0;
+  for (const int slot : guarded)
+    worst_metric = std::max(worst_metric, worst_ratio({m[slot]}, {m_ref[slot]}, 1e-5, 1e-7));
+  // Weights, targets and moments: `updates` steps of at most one gradient
+  // tolerance each (see check_learner), against the reference's largest
+  // value; bit for bit across the ranks.
+  double worst_state = 0.0;
+  const auto mine = shard->state_buffers(), ref = whole->state_buffers();
+  require(mine.size() == ref.size(), algo + ": state buffers differ in number");
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const auto x = host_copy(space, mine[i].second), r = host_copy(space, ref[i].second);
+    const double atol = updates * 1e-5 * std::max(max_abs(r), 1e-3);
+    worst_state = std::max(worst_state, worst_ratio(x, r, 1e-5, atol));
+    require_same_bits(comm, x, algo + " after " + std::to_string(updates) + " updates, " + mine[i].first);
+  }
+  std::ostringstream report;
+  report << "rank " << comm.rank() << ": " << algo << ": worst error / tolerance: guarded losses " << worst_metric
+         << ", weights, targets and moments " << worst_state;
+  std::cout << report.str() << std::endl;
+  require(worst_metric <= 1.0, "losses differ from the one-rank reference: " + report.str());
+  require(worst_state <= 1.0, "state differs from the one-rank reference: " + report.str());
+  std::cout << "rank " << comm.rank() << ": " << algo << " offline learner checks passed (" << networks << " networks, "
+            << updates << " updates, 2 x " << half << " rows = one " << 2 * half
+            << "-row batch; buffers identical bit for bit)" << std::endl;
+}
+
 void check_replica_check(foxrl::dist::Communicator& comm) {
   foxrl::ExecutionContext<Space> context(0);
   const auto& space = context.space();
@@ -268,8 +347,10 @@ int main(int argc, char** argv) {
       check_learner(*comm, mode);
     } else if (mode == "replica-check") {
       check_replica_check(*comm);
+    } else if (mode == "offline-learner") {
+      for (const char* algo : {"iql", "cql", "bc"}) check_offline_learner(*comm, algo);
     } else {
-      std::cerr << "usage: foxrl_mpi_checks learner|replica-check|fail-throw|fail-kill\n";
+      std::cerr << "usage: foxrl_mpi_checks learner|offline-learner|replica-check|fail-throw|fail-kill\n";
       return 2;
     }
   } catch (const std::exception& e) {

@@ -110,8 +110,9 @@ class DqnTrainer {
     if (comm_->size() > 1) {
       // The update then runs its two halves with the reduction between
       // them (no CUDA graph replay of the whole update).
-      reducer_ = std::make_unique<HostGradientReducer<ExecSpace>>(comm_, learner_->gradients(), learner_->metrics(),
-                                                                  LearnerMetrics::grad_norm);
+      // NCCL on the run's stream where built in (GPU), else MPI on host buffers.
+      reducer_ = make_gradient_reducer<ExecSpace>(comm_, learner_->gradients(), learner_->metrics(),
+                                                  LearnerMetrics::grad_norm);
       learner_->set_gradient_hook(
           [reducer = reducer_.get()](const ExecSpace& s, const FlatParams<memory_space>& g,
                                      const Kokkos::View<float*, memory_space>& m) { reducer->mean(s, g, m); });
@@ -298,6 +299,8 @@ class DqnTrainer {
   const TrainConfig& config() const { return config_; }
   ExecutionContext<ExecSpace>& context() { return context_; }
   DqnLearner<ExecSpace>& learner() { return *learner_; }
+  /// How the ranks average gradients ("" with one rank), for logs.
+  std::string gradient_transport() const { return reducer_ ? reducer_->transport() : std::string(); }
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }

@@ -108,7 +108,7 @@ class BcLearner {
     args.scratch = reduce_;
     kernels::bc_loss(space, args);
     offline_network_step(space, net_, params_.flat, grads_, adam_, opt_metrics_, reduce_, s, args.d_logits,
-                         kernels::TargetUpdate<memory_space>(), guards_, 0, metrics_);
+                         kernels::TargetUpdate<memory_space>(), guards_, 0, metrics_, hook_);
     ++updates_;
   }
 
@@ -151,6 +151,10 @@ class BcLearner {
   void visit_guard_state(Archive& a, const ExecSpace& space) const {
     guards_.visit_state(a, space);
   }
+  /// Sets (or, with an empty function, clears) the hook every network's
+  /// step calls between its backward and its optimizer step (see
+  /// OfflineGradientHook).
+  void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) { hook_ = std::move(hook); }
 
   /// Writes the policy, its Adam state and the update counter to `path`
   /// (safetensors, atomic), with `stamp` added to its metadata. Fences
@@ -207,6 +211,7 @@ class BcLearner {
   matrix d_logits_;
   vector metrics_;
   OfflineGuards<ExecSpace> guards_;
+  OfflineGradientHook<ExecSpace> hook_;
   int infer_rows_ = 0;
   std::int64_t updates_ = 0;
 };

@@ -153,7 +153,7 @@ class CqlLearner {
     args.scratch = reduce_;
     kernels::cql_loss(space, args);
     offline_network_step(space, net_, params_.flat, grads_, adam_, opt_metrics_, reduce_, s, args.d_q,
-                         target_.fused(next_target_tau()), guards_, 0, metrics_);
+                         target_.fused(next_target_tau()), guards_, 0, metrics_, hook_);
     ++updates_;
   }
 
@@ -208,6 +208,10 @@ class CqlLearner {
   void visit_guard_state(Archive& a, const ExecSpace& space) const {
     guards_.visit_state(a, space);
   }
+  /// Sets (or, with an empty function, clears) the hook every network's
+  /// step calls between its backward and its optimizer step (see
+  /// OfflineGradientHook).
+  void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) { hook_ = std::move(hook); }
 
   /// Writes the Q network, its target, the Adam state and the update
   /// counter to `path` (safetensors, atomic), with `stamp` added to its
@@ -283,6 +287,7 @@ class CqlLearner {
   matrix d_q_;
   vector metrics_;
   OfflineGuards<ExecSpace> guards_;
+  OfflineGradientHook<ExecSpace> hook_;
   int infer_rows_ = 0;
   std::int64_t updates_ = 0;
 };

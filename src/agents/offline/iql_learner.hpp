@@ -272,6 +272,10 @@ class IqlLearner {
   void visit_guard_state(Archive& a, const ExecSpace& space) const {
     guards_.visit_state(a, space);
   }
+  /// Sets (or, with an empty function, clears) the hook every network's
+  /// step calls between its backward and its optimizer step (see
+  /// OfflineGradientHook).
+  void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) { hook_ = std::move(hook); }
 
   /// Writes all four networks, both target Qs, the four Adam states and
   /// the update counter to `path` (safetensors, atomic), with `stamp` added
@@ -330,7 +334,7 @@ class IqlLearner {
   void step(const ExecSpace& space, int k, const ConstMatrix<memory_space>& s,
             const MutableMatrix<memory_space>& d_head, const kernels::TargetUpdate<memory_space>& target) {
     offline_network_step(space, net_[k], params_[k].flat, grads_[k], adam_[k], opt_metrics_[k], reduce_, s, d_head,
-                         target, guards_, k, metrics_);
+                         target, guards_, k, metrics_, hook_);
   }
 
   void check_batch(const Batch<memory_space>& batch) const {
@@ -358,6 +362,7 @@ class IqlLearner {
   matrix d_value_, d_q_[2], d_logits_;
   vector metrics_;
   OfflineGuards<ExecSpace> guards_;
+  OfflineGradientHook<ExecSpace> hook_;
   std::int64_t updates_ = 0;
 };
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace foxrl {
@@ -41,7 +42,7 @@ class OfflineGuards {
     buffers.push_back({"adam_v", adam.v(), true});
     GuardConfig offline = config;
     offline.spike_over_window_max = true;  // see GuardConfig: losses on a fixed dataset can approach zero
-    entries_.push_back({name, TrainingGuard<ExecSpace>(space, buffers, adam.step(), offline), loss_slot});
+    entries_.push_back({name, TrainingGuard<ExecSpace>(space, buffers, adam.step(), offline), loss_slot, buffers});
     entries_.back().guard.snapshot(space, true);
     return static_cast<int>(entries_.size()) - 1;
   }
@@ -84,6 +85,17 @@ class OfflineGuards {
   const TrainingGuard<ExecSpace>& guard(int k) const { return entries_.at(std::size_t(k)).guard; }
   const std::string& name(int k) const { return entries_.at(std::size_t(k)).name; }
   int size() const { return static_cast<int>(entries_.size()); }
+  /// The metrics slot network k's guard judges (its loss).
+  int loss_slot(int k) const { return entries_.at(std::size_t(k)).loss_slot; }
+  /// Every guarded buffer of every network, named "<network>.<buffer>"
+  /// (params, target, adam_m, adam_v): the whole learned state, which
+  /// data-parallel replicas must hold alike.
+  std::vector<std::pair<std::string, flat>> buffers() const {
+    std::vector<std::pair<std::string, flat>> all;
+    for (const auto& e : entries_)
+      for (const auto& b : e.buffers) all.emplace_back(e.name + "." + b.name, b.view);
+    return all;
+  }
 
   /// Every guard's state as tensors "<network>.guard.*" of a StateWriter
   /// or StateReader (see TrainingGuard::visit_state).
@@ -97,6 +109,7 @@ class OfflineGuards {
     std::string name;
     TrainingGuard<ExecSpace> guard;
     int loss_slot = 0;
+    std::vector<GuardedBuffer<memory_space>> buffers;
   };
   std::vector<Entry> entries_;
 };

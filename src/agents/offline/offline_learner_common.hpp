@@ -4,8 +4,9 @@
 // config fields they share, the AdamHyper of those fields, the per-network
 // seed streams, the one ReduceScratch of an update, the batch and
 // inference shape checks, one network's optimizer step (backward, gradient
-// norm, clip + Adam with a fused target update) and the checkpoint format
-// check. The learners' configs are duck-typed: any struct with the fields
+// norm, clip + Adam with a fused target update, and between backward and
+// Adam the gradient hook data-parallel training averages through) and the
+// checkpoint format check. The learners' configs are duck-typed: any struct with the fields
 // named below.
 
 #include "agents/offline/offline_guards.hpp"
@@ -27,8 +28,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace foxrl {
@@ -132,12 +135,23 @@ void check_offline_inference(const std::string& who, const char* what, const Con
                      " columns, obs_dim is " + std::to_string(obs_dim));
 }
 
+/// Called by every network's optimizer step between its backward and its
+/// Adam step, with the network's index, its gradients and the one-element
+/// view of the loss slot its guard judges, on the learner's instance: data-
+/// parallel training replaces both with their means over the ranks, so
+/// every rank's guard decides alike. It must leave every launch on `space`.
+template <class ExecSpace>
+using OfflineGradientHook =
+    std::function<void(const ExecSpace&, int network, const FlatParams<typename ExecSpace::memory_space>& grads,
+                       const Kokkos::View<float*, typename ExecSpace::memory_space>& loss)>;
+
 /// One network's optimizer step after its loss: backward of `net` (its
 /// last forward's first rows, input `s`) with dL/dhead `d_head` into
 /// `grads`, then the step count, the gradient norm (into `opt_metrics`'
 /// LearnerMetrics slots), guard `k` of `guards` judging the network's loss
 /// in `losses` (and its weights), and clip + Adam with `target` updated in
-/// the same launch, or the guard's skip or restore, all on `space`.
+/// the same launch, or the guard's skip or restore, all on `space`; `hook`
+/// (if set) runs between the backward and the step count.
 template <class ExecSpace>
 void offline_network_step(const ExecSpace& space, Mlp<ExecSpace>& net,
                           const FlatParams<typename ExecSpace::memory_space>& params,
@@ -149,9 +163,14 @@ void offline_network_step(const ExecSpace& space, Mlp<ExecSpace>& net,
                           const MutableMatrix<typename ExecSpace::memory_space>& d_head,
                           const kernels::TargetUpdate<typename ExecSpace::memory_space>& target,
                           const OfflineGuards<ExecSpace>& guards, int k,
-                          const Kokkos::View<float*, typename ExecSpace::memory_space>& losses) {
+                          const Kokkos::View<float*, typename ExecSpace::memory_space>& losses,
+                          const OfflineGradientHook<ExecSpace>& hook) {
   using memory_space = typename ExecSpace::memory_space;
   net.backward(space, params, s, ConstMatrix<memory_space>(d_head), grads);
+  if (hook) {
+    const int slot = guards.loss_slot(k);
+    hook(space, k, grads, Kokkos::subview(losses, std::make_pair(slot, slot + 1)));
+  }
   adam.count_step(space);
   adam.step_with_norm(space, params, grads, opt_metrics, guards.decision(k, opt_metrics, losses), scratch, true, target,
                       guards.step(k));

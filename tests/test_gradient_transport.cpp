@@ -10,6 +10,7 @@
 #include "core/execution_context.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
+#include "dist/reduction_transport.hpp"
 #include "support/device_copy.hpp"
 #include "support/reference_dqn.hpp"
 #include "support/test_spaces.hpp"
@@ -18,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,7 +37,58 @@ std::vector<float> host_floats(const Exec& space, const View& v) {
   return std::vector<float>(h.data(), h.data() + h.extent(0));
 }
 
+/// Two ranks that gather this rank's word and another one's: the same word
+/// (both on one GPU) or a different one.
+class TwoRanks final : public foxrl::dist::Communicator {
+ public:
+  explicit TwoRanks(bool same_gpu) : same_gpu_(same_gpu) {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  int local_rank() const override { return 0; }
+  std::string transport() const override { return "two test ranks"; }
+  void sum(float*, std::size_t) override {}
+  void sum(double*, std::size_t) override {}
+  void max(double*, std::size_t) override {}
+  void broadcast(std::uint64_t*, std::size_t, int) override {}
+  void broadcast(std::string&, int) override {}
+  std::vector<std::uint64_t> all_gather(std::uint64_t value) override {
+    return {value, same_gpu_ ? value : value ^ 1u};
+  }
+  void barrier() override {}
+  [[noreturn]] void abort(int exit_code) override { std::_Exit(exit_code); }
+
+ private:
+  bool same_gpu_;
+};
+
 }  // namespace
+
+TEST_CASE("ranks on one GPU are told apart from ranks on their own GPUs", "[dist]") {
+  TwoRanks same(true), apart(false);
+  CHECK(foxrl::dist::ranks_share_a_device(same, 0));
+  CHECK_FALSE(foxrl::dist::ranks_share_a_device(apart, 0));
+  CHECK_FALSE(foxrl::dist::ranks_share_a_device(*foxrl::dist::single_process(), 3));
+}
+
+TEST_CASE("FOXRL_ALL_REDUCE chooses the gradient transport", "[dist]") {
+  const char* saved = std::getenv("FOXRL_ALL_REDUCE");
+  const std::string restore = saved == nullptr ? "" : saved;
+  unsetenv("FOXRL_ALL_REDUCE");
+  CHECK(foxrl::reduction_transport_from_environment() == foxrl::ReductionTransport::automatic);
+  setenv("FOXRL_ALL_REDUCE", "auto", 1);
+  CHECK(foxrl::reduction_transport_from_environment() == foxrl::ReductionTransport::automatic);
+  setenv("FOXRL_ALL_REDUCE", "mpi", 1);
+  CHECK(foxrl::reduction_transport_from_environment() == foxrl::ReductionTransport::host);
+  setenv("FOXRL_ALL_REDUCE", "nccl", 1);
+  CHECK(foxrl::reduction_transport_from_environment() == foxrl::ReductionTransport::nccl);
+  setenv("FOXRL_ALL_REDUCE", "gloo", 1);
+  CHECK_THROWS_WITH(foxrl::reduction_transport_from_environment(),
+                    Catch::Contains("FOXRL_ALL_REDUCE") && Catch::Contains("gloo") && Catch::Contains("auto, mpi or nccl"));
+  if (saved == nullptr)
+    unsetenv("FOXRL_ALL_REDUCE");
+  else
+    setenv("FOXRL_ALL_REDUCE", restore.c_str(), 1);
+}
 
 TEST_CASE("a rank's GPU is its rank on the node modulo the node's GPUs", "[dist]") {
   CHECK(foxrl::dist::device_for_local_rank(0, 1) == 0);

@@ -12,13 +12,15 @@
 // NcclGradientReducer (CUDA builds with NCCL) runs ncclAllReduce with
 // ncclAvg on the instance's stream: no fence and no host copy, so the
 // one-stream rule holds. make_gradient_reducer picks NCCL where it is built
-// in and the Views live on the GPU, else the host path.
+// in, the Views live on the GPU and every rank has a GPU of its own, else
+// the host path (FOXRL_ALL_REDUCE=mpi|nccl overrides, in the trainers).
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/host_mirror.hpp"
 #include "dist/communicator.hpp"
 #include "dist/nccl_all_reduce.hpp"
+#include "dist/reduction_transport.hpp"
 #include "kernels/dist/scale.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -124,13 +126,6 @@ class NcclGradientReducer final : public GradientReducer<Kokkos::Cuda> {
 };
 #endif
 
-/// Which all-reduce make_gradient_reducer builds.
-enum class ReductionTransport {
-  automatic,  ///< NCCL where built in and the Views are on the GPU, else host
-  host,       ///< the Communicator on host buffers (MPI)
-  nccl,       ///< NCCL; UsageError where it is not built in
-};
-
 /// True if this build can reduce ExecSpace's Views through NCCL.
 template <class ExecSpace>
 constexpr bool nccl_reduction_available() {
@@ -141,7 +136,8 @@ constexpr bool nccl_reduction_available() {
 #endif
 }
 
-/// The gradient mean of a run: see ReductionTransport.
+/// The gradient mean of a run: see ReductionTransport (automatic asks
+/// every rank whether two share a GPU: a collective then).
 template <class ExecSpace>
 std::unique_ptr<GradientReducer<ExecSpace>> make_gradient_reducer(
     const std::shared_ptr<dist::Communicator>& comm, const typename GradientReducer<ExecSpace>::vector& grads,
@@ -149,6 +145,8 @@ std::unique_ptr<GradientReducer<ExecSpace>> make_gradient_reducer(
     ReductionTransport transport = ReductionTransport::automatic) {
   if constexpr (nccl_reduction_available<ExecSpace>()) {
 #if defined(FOXRL_HAS_NCCL) && FOXRL_HAS_NCCL && defined(KOKKOS_ENABLE_CUDA)
+    if (transport == ReductionTransport::automatic && dist::ranks_share_a_device(*comm, Kokkos::Cuda().cuda_device()))
+      transport = ReductionTransport::host;
     if (transport != ReductionTransport::host)
       return std::make_unique<NcclGradientReducer>(comm, grads, metrics, metric_slots);
 #endif

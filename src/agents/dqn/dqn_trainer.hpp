@@ -112,7 +112,7 @@ class DqnTrainer {
       // them (no CUDA graph replay of the whole update).
       // NCCL on the run's stream where built in (GPU), else MPI on host buffers.
       reducer_ = make_gradient_reducer<ExecSpace>(comm_, learner_->gradients(), learner_->metrics(),
-                                                  LearnerMetrics::grad_norm);
+                                                  LearnerMetrics::grad_norm, reduction_transport_from_environment());
       learner_->set_gradient_hook(
           [reducer = reducer_.get()](const ExecSpace& s, const FlatParams<memory_space>& g,
                                      const Kokkos::View<float*, memory_space>& m) { reducer->mean(s, g, m); });

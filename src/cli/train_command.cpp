@@ -2,12 +2,16 @@
 // evaluate it on the held-out test split against the baselines. With
 // --resume, continue the run checkpointed in out_dir. The run itself is the
 // library's TrainingRun; this file turns arguments into its config and
-// prints its log.
+// prints its log. With --seeds, the runs of a seed study (run/seed_study.hpp).
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
+#include "core/error.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
+#include "run/seed_study.hpp"
 #include "run/training_run.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +25,8 @@ struct TrainArgs {
   bool resume = false;
   bool auto_resume = false;
   bool overwrite = false;
+  std::string seeds;  ///< --seeds: a seed study
+  BootstrapSettings bootstrap;
 };
 
 /// Prints the run's log lines as train.log gets them.
@@ -43,6 +49,27 @@ TrainConfig resume_config(const TrainArgs& args) {
   return config;
 }
 
+int run_seed_study(const TrainArgs& args, TrainConfig config) {
+  for (const auto& kv : args.overrides) {
+    if (kv.rfind("seed=", 0) == 0) {
+      throw UsageError("--seeds " + args.seeds + " and --set " + kv +
+                       " both set the seed: give the seeds with --seeds");
+    }
+  }
+  SeedStudyOptions options;
+  options.seeds = parse_seed_list(args.seeds);
+  options.overwrite = args.overwrite;
+  // A requeued job continues the study if its directory exists, where a
+  // resumed study starts the seeds that have no checkpoint yet.
+  options.resume = args.resume || (args.auto_resume && std::filesystem::is_directory(config.out_dir));
+  options.bootstrap = args.bootstrap;
+  SeedStudy study({std::move(config), args.overrides, !args.config_file.empty()}, options);
+  PrintLines print;
+  study.add_observer(print);
+  study.run();
+  return 0;
+}
+
 int run_train(const TrainArgs& args) {
   if (args.help_config) {
     std::cout << "foxrl train configuration keys (JSON file via --config, or --set key=value):\n"
@@ -51,6 +78,14 @@ int run_train(const TrainArgs& args) {
   }
   TrainConfig config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
   config.apply_overrides(args.overrides);
+  if (!args.seeds.empty()) return run_seed_study(args, std::move(config));
+  if (args.resume && CheckpointStore(config.out_dir).generations().empty()) {
+    if (const auto seeds = seeds_in_study_directory(config.out_dir); !seeds.empty()) {
+      throw UsageError("--resume: out_dir '" + config.out_dir + "' holds a seed study (seed_" +
+                       std::to_string(seeds.front()) + "/, ...): continue it with --seeds, e.g. --seeds " +
+                       seed_list_text(seeds));
+    }
+  }
   bool resume = args.resume, overwrite = args.overwrite;
   if (args.auto_resume) {
     // A job that is requeued runs the same command again: continue the run
@@ -87,6 +122,24 @@ Command add_train_command(CLI::App& app) {
                 "requeued after preemption or a time limit)")
       ->excludes("--resume")
       ->excludes("--overwrite");
+  auto* seeds =
+      cmd->add_option("--seeds", args->seeds,
+                      "Train one run per seed (e.g. 1,2,3,4,5 or 1-5), one after another, into out_dir/seed_<N>/, "
+                      "then write out_dir/study.json: per-seed results, their spread and bootstrap tests "
+                      "(--resume continues the unfinished seeds)");
+  cmd->add_option("--bootstrap-resamples", args->bootstrap.resamples,
+                  "Resamples of each bootstrap of a seed study (default 2000)")
+      ->check(CLI::Range(100, 1000000))
+      ->needs(seeds);
+  cmd->add_option("--bootstrap-seed", args->bootstrap.seed,
+                  "Seed of a seed study's bootstrap (default " + std::to_string(kDefaultBootstrapSeed) +
+                      "): the same seed, the same intervals and p-values")
+      ->needs(seeds);
+  cmd->add_option("--block-length", args->bootstrap.block_length,
+                  "Mean block length (bars) of the stationary bootstrap of a seed study's Sharpe tests (default 0: "
+                  "round(bars^(1/3)))")
+      ->check(finite_range(0, 1e9))
+      ->needs(seeds);
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }
 

@@ -17,10 +17,7 @@ std::vector<double> equity_curve(const std::vector<double>& log_returns) {
   return equity;
 }
 
-namespace {
-
-/// Annualised Sharpe ratio of per-bar log returns (0 without spread).
-double sharpe_of(const std::vector<double>& r, double bars_per_year) {
+double annualised_sharpe(const std::vector<double>& r, double bars_per_year) {
   if (r.size() < 2) return 0.0;
   double sum = 0;
   for (double x : r) sum += x;
@@ -30,8 +27,6 @@ double sharpe_of(const std::vector<double>& r, double bars_per_year) {
   const double stddev = std::sqrt(squares / static_cast<double>(r.size() - 1));
   return stddev > 0 ? mean / stddev * std::sqrt(bars_per_year) : 0.0;
 }
-
-}  // namespace
 
 TradingMetrics compute_trading_metrics(const std::vector<double>& log_returns, const std::vector<double>& positions,
                                        double bars_per_year) {
@@ -46,7 +41,7 @@ TradingMetrics compute_trading_metrics(const std::vector<double>& log_returns, c
   double sum = 0;
   for (double r : log_returns) sum += r;
   m.total_return = std::expm1(sum);
-  m.sharpe = sharpe_of(log_returns, bars_per_year);
+  m.sharpe = annualised_sharpe(log_returns, bars_per_year);
   m.gross_total_return = m.total_return;
   m.gross_sharpe = m.sharpe;
 
@@ -107,7 +102,7 @@ TradingMetrics backtest_metrics(const BacktestReturns& returns, const std::vecto
   for (double r : returns.gross) gross += r;
   for (double c : returns.cost) cost += c;
   m.gross_total_return = std::expm1(gross);
-  m.gross_sharpe = sharpe_of(returns.gross, bars_per_year);
+  m.gross_sharpe = annualised_sharpe(returns.gross, bars_per_year);
   m.cost_paid = cost;
   return m;
 }

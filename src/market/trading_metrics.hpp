@@ -24,6 +24,11 @@ struct TradingMetrics {
   long bars_in_market = 0;
 };
 
+/// Annualised Sharpe ratio of per-bar log returns: their mean over their
+/// standard deviation (n - 1 denominator) times sqrt(bars_per_year); 0 for
+/// fewer than two bars or no spread.
+double annualised_sharpe(const std::vector<double>& log_returns, double bars_per_year);
+
 /// `log_returns[i]`: the strategy's net log return of bar i (after costs);
 /// `positions[i]`: the position held over bar i (-1, 0, +1); the position
 /// before the first bar is 0. Sharpe is 0 when the returns have no spread.

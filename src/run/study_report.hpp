@@ -1,0 +1,112 @@
+#pragma once
+// The report of a seed study (`foxrl train --seeds 1,2,3`): what each
+// seed's run directory records, read back from its files, and what the
+// seeds say together.
+//
+// Market: per seed, the agent's metrics and buy and hold's from its
+// evaluation.json, and the per-bar returns of evaluation_backtest.csv for
+// the test of the agent's Sharpe against buy and hold's
+// (sharpe_difference_test, stationary block bootstrap). Across seeds, per
+// metric: median, mean with the 95% percentile bootstrap interval of the
+// mean (seeds resampled i.i.d.), min..max and the interquartile range.
+// When every seed evaluated the same bars (a CSV market; the built-in
+// synthetic market is generated from the seed, so its seeds trade
+// different bars), the seed-averaged per-bar net returns (the mean over
+// the seeds of each bar's net log return) are tested against buy and hold
+// and against zero. CartPole: the last epoch's mean return of the last 100
+// episodes, across seeds.
+//
+// Every interval and p-value draws from its own stream of the settings'
+// seed (BootstrapRng), so a study's report is reproducible from its run
+// directories and settings.
+
+#include "config/env_kind.hpp"
+#include "market/bootstrap.hpp"
+#include "market/sharpe_difference_test.hpp"
+#include "market/trading_metrics.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace foxrl {
+
+/// One seed's market evaluation as its run directory records it.
+struct SeedMarketResult {
+  std::uint64_t seed = 0;
+  std::string dir;
+  std::string split;  ///< evaluation.json "split"
+  long bars = 0;
+  double cost = 0;  ///< per unit of position change
+  double bars_per_year = 0;
+  TradingMetrics agent;         ///< evaluation.json strategies[0]
+  TradingMetrics buy_and_hold;  ///< evaluation.json "buy and hold"
+  std::vector<std::string> timestamps;
+  std::vector<double> market_returns;    ///< per bar, evaluation_backtest.csv
+  std::vector<double> agent_net;         ///< per bar, evaluation_backtest.csv
+  std::vector<double> buy_and_hold_net;  ///< per bar: long from the first bar, its entry cost on it
+};
+
+/// Reads `dir`/evaluation.json and `dir`/evaluation_backtest.csv; Error
+/// naming the file when one is missing, malformed, or the two disagree
+/// (the backtest's net returns must compound to the reported net return).
+SeedMarketResult read_seed_market_result(std::uint64_t seed, const std::string& dir);
+
+/// One seed's CartPole run: its last epoch record in metrics.jsonl.
+struct SeedCartPoleResult {
+  std::uint64_t seed = 0;
+  std::string dir;
+  std::int64_t epoch = 0;
+  std::int64_t env_steps = 0;
+  std::int64_t episodes = 0;
+  double mean_return_last_100 = 0;
+};
+
+/// Reads the last epoch record of `dir`/metrics.jsonl; Error naming the
+/// file when it has none.
+SeedCartPoleResult read_seed_cartpole_result(std::uint64_t seed, const std::string& dir);
+
+/// One number's spread over the seeds.
+struct AcrossSeeds {
+  double median = 0, mean = 0, min = 0, max = 0;
+  double q25 = 0, q75 = 0;  ///< the interquartile range (quantile type 7)
+  Interval mean_interval;   ///< 95% percentile bootstrap of the mean
+};
+
+/// The summary of `values` (one per seed), the interval drawn from stream
+/// `stream` of `settings.seed` with `settings.resamples` resamples.
+AcrossSeeds summarize_across_seeds(const std::vector<double>& values, const BootstrapSettings& settings,
+                                   std::uint64_t stream);
+
+struct StudyReport {
+  EnvKind env = EnvKind::market;
+  std::string out_dir;
+  std::vector<std::uint64_t> seeds;
+  BootstrapSettings settings;
+
+  // Market.
+  std::vector<SeedMarketResult> market;
+  std::vector<SharpeDifference> versus_buy_and_hold;         ///< per seed
+  std::vector<std::pair<std::string, AcrossSeeds>> metrics;  ///< the agent's, by metric
+  bool same_bars = false;  ///< every seed evaluated the same bars: seed-averaged tests below
+  SharpeDifference averaged_versus_buy_and_hold;
+  SharpeDifference averaged_versus_zero;
+
+  // CartPole.
+  std::vector<SeedCartPoleResult> cartpole;
+  AcrossSeeds cartpole_return;
+
+  /// Plain sentences: what is and is not distinguishable at the 5% level.
+  std::vector<std::string> conclusions;
+
+  std::string table() const;  ///< per-seed rows, the spread across seeds, the conclusions
+  std::string json() const;   ///< study.json
+};
+
+/// The report of the runs in `dirs` (one per seed, in the order of
+/// `seeds`), of kind `env`.
+StudyReport build_study_report(EnvKind env, const std::string& out_dir, const std::vector<std::uint64_t>& seeds,
+                               const std::vector<std::string>& dirs, const BootstrapSettings& settings);
+
+}  // namespace foxrl

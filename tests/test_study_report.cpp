@@ -1,0 +1,111 @@
+// A study report (src/run/study_report.hpp) over run directories whose
+// evaluation files are written from known positions on one series: the
+// seeds traded the same bars, so the seed-averaged returns are tested, and
+// files that disagree with each other are refused by name.
+#include "run/study_report.hpp"
+
+#include "core/error.hpp"
+#include "io/atomic_file.hpp"
+#include "market/market_data.hpp"
+#include "market/market_evaluation.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A run directory holding the evaluation of `positions` over bars
+/// [first, first + positions.size()) of `series`, as TrainingRun writes it.
+std::string write_run(const std::string& dir, const foxrl::MarketSeries& series, int first,
+                      const std::vector<double>& positions) {
+  fs::create_directories(dir);
+  const auto report = foxrl::build_evaluation_report(series, first, positions, 0.0005, 252, 1);
+  foxrl::write_file_atomically(dir + "/evaluation.json", report.json() + "\n");
+  foxrl::write_file_atomically(dir + "/evaluation_backtest.csv", report.backtest_csv());
+  return dir;
+}
+
+std::vector<double> random_positions(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> p(n);
+  double current = 0;
+  for (auto& x : p) {
+    if (rng() % 20 == 0) current = static_cast<double>(static_cast<int>(rng() % 3) - 1);  // a trade every ~20 bars
+    x = current;
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("seeds on the same bars: the seed-averaged returns are tested against buy and hold and zero",
+          "[seed_study]") {
+  const std::string root = (fs::temp_directory_path() / ("foxrl_study_report_" + std::to_string(::getpid()))).string();
+  fs::remove_all(root);
+  const auto series = foxrl::make_synthetic_market("regime", 1200, 3);
+  const int first = 200;
+  const std::size_t bars = 1000;
+  std::vector<std::string> dirs;
+  std::vector<std::vector<double>> nets;
+  for (std::uint32_t s = 1; s <= 5; ++s) {
+    const auto positions = random_positions(bars, s);
+    dirs.push_back(write_run(root + "/seed_" + std::to_string(s), series, first, positions));
+    // Independent reference of the agent's per-bar net log returns.
+    std::vector<double> net(bars);
+    double previous = 0;
+    for (std::size_t t = 0; t < bars; ++t) {
+      const double r = std::log(series.close[first + t] / series.close[first + t - 1]);
+      net[t] = positions[t] * r - 0.0005 * std::abs(positions[t] - previous);
+      previous = positions[t];
+    }
+    nets.push_back(net);
+  }
+  foxrl::BootstrapSettings settings;
+  settings.resamples = 300;
+  const auto report = foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3, 4, 5}, dirs, settings);
+  REQUIRE(report.same_bars);
+  REQUIRE(report.market.size() == 5);
+  for (std::size_t k = 0; k < 5; ++k) {
+    REQUIRE(report.market[k].agent_net.size() == bars);
+    for (std::size_t t = 0; t < bars; t += 97) CHECK(report.market[k].agent_net[t] == Approx(nets[k][t]).margin(1e-12));
+  }
+  std::vector<double> averaged(bars, 0.0), hold(bars);
+  for (std::size_t t = 0; t < bars; ++t) {
+    for (const auto& n : nets) averaged[t] += n[t] / 5;
+    hold[t] = std::log(series.close[first + t] / series.close[first + t - 1]) - (t == 0 ? 0.0005 : 0.0);
+  }
+  CHECK(report.averaged_versus_buy_and_hold.sharpe_a == Approx(foxrl::annualised_sharpe(averaged, 252)).epsilon(1e-9));
+  CHECK(report.averaged_versus_buy_and_hold.sharpe_b == Approx(foxrl::annualised_sharpe(hold, 252)).epsilon(1e-9));
+  CHECK(report.averaged_versus_zero.sharpe_b == 0);
+  CHECK(report.averaged_versus_buy_and_hold.mean_block_length == 10);  // round(1000^(1/3))
+  const std::string table = report.table();
+  CHECK_THAT(table, Catch::Contains(foxrl::sharpe_difference_sentence(
+                        report.averaged_versus_buy_and_hold, "The seed-averaged agent's Sharpe", "buy-and-hold's")));
+  CHECK_THAT(table, Catch::Contains(foxrl::sharpe_difference_sentence(report.averaged_versus_zero,
+                                                                      "The seed-averaged agent's Sharpe", "zero")));
+  CHECK_THAT(table, Catch::Contains("seeds' agents have a Sharpe that differs from buy-and-hold's"));
+  CHECK_THAT(report.json(), Catch::Contains("\"sharpe_versus_zero\""));
+
+  // A backtest that does not compound to its evaluation.json is refused.
+  {
+    std::ifstream in(dirs[0] + "/evaluation_backtest.csv");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto row = text.find('\n', text.find('\n') + 1);             // end of the first bar's row
+    const auto comma = text.rfind(',', text.rfind(',', row - 1) - 1);  // before its net return
+    text.replace(comma + 1, text.rfind(',', row - 1) - comma - 1, "0.5");
+    foxrl::write_file_atomically(dirs[0] + "/evaluation_backtest.csv", text);
+  }
+  CHECK_THROWS_WITH(foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3, 4, 5}, dirs, settings),
+                    Catch::Contains(dirs[0] + "/evaluation_backtest.csv") && Catch::Contains("compound"));
+  fs::remove_all(root);
+}

@@ -7,6 +7,7 @@
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 #include "run/training_run.hpp"
+#include "run/walk_forward.hpp"
 
 #include <iostream>
 #include <memory>
@@ -21,6 +22,8 @@ struct TrainArgs {
   bool resume = false;
   bool auto_resume = false;
   bool overwrite = false;
+  std::string walk_forward;  ///< --walk-forward train=N,test=M,step=S
+  bool walk_forward_given = false;
 };
 
 /// Prints the run's log lines as train.log gets them.
@@ -51,6 +54,12 @@ int run_train(const TrainArgs& args) {
   }
   TrainConfig config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
   config.apply_overrides(args.overrides);
+  if (args.walk_forward_given) {
+    const WalkForwardSpec spec = parse_walk_forward_spec(args.walk_forward);
+    PrintLines print;
+    run_walk_forward(plan_walk_forward(config, spec, args.overwrite), print);
+    return 0;
+  }
   bool resume = args.resume, overwrite = args.overwrite;
   if (args.auto_resume) {
     // A job that is requeued runs the same command again: continue the run
@@ -87,6 +96,16 @@ Command add_train_command(CLI::App& app) {
                 "requeued after preemption or a time limit)")
       ->excludes("--resume")
       ->excludes("--overwrite");
+  cmd->add_option_function<std::string>(
+         "--walk-forward",
+         [args](const std::string& spec) {
+           args->walk_forward = spec;
+           args->walk_forward_given = true;
+         },
+         "Walk-forward evaluation (market): train=N,test=M,step=S, each bars or a duration (5y, 6m, 30d); "
+         "one run per fold in out_dir/fold_<k>/, the stitched out-of-sample result in walk_forward.json")
+      ->excludes("--resume")
+      ->excludes("--auto-resume");
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }
 

@@ -144,7 +144,12 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   const auto& t = plan.market.series.timestamp;
   const std::int64_t bar_seconds = plan.context.bar_seconds;
   const int n = static_cast<int>(plan.folds.size());
-  say("walk-forward " + plan.spec.text() + ": " + std::to_string(n) + " folds over " + plan.market.describe());
+  const MarketSetup& m = plan.market;
+  say("walk-forward " + plan.spec.text() + ": " + std::to_string(n) + " folds over " + m.series.source + ": " +
+      std::to_string(t.size()) + " bars " + bar_range_text(t, 0, static_cast<int>(t.size()), bar_seconds) +
+      (m.first_row > 0 ? " from start_date (" + std::to_string(m.first_row) + " earlier bars dropped)" : "") +
+      "; tested " + bar_range_text(t, plan.folds.front().test_begin, plan.folds.back().test_end, bar_seconds) +
+      " out of sample");
 
   WalkForwardResult result;
   Forward forward(observer);

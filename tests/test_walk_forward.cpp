@@ -170,6 +170,27 @@ TEST_CASE("a walk-forward plan sets each fold's keys and checks the folds before
   fs::remove_all(dir);
 }
 
+TEST_CASE("walk-forward durations count from start_date where it cuts the data", "[walk_forward]") {
+  foxrl::TrainConfig config = tiny_market(scratch_dir("anchor"));
+  config.synthetic_bars = 5000;  // minute bars 2017-01-01 00:00 .. 2017-01-04 11:19
+  const auto days = foxrl::parse_walk_forward_spec("train=1d,test=1d,step=1d");
+  // From noon: fold 0 trains noon to noon (1440 bars) and tests the next
+  // day; fold 1 would test until 2017-01-04 12:00, after the last bar.
+  config.start_date = "2017-01-01T12:00:00Z";
+  const auto noon = foxrl::plan_walk_forward(config, days);
+  REQUIRE(noon.folds.size() == 1);
+  CHECK(noon.folds[0].train_bars() == 1440);
+  CHECK(noon.folds[0].test_end == 2880);
+  CHECK(noon.fold_configs[0].test_end == "2017-01-03T11:59:00Z");
+  // A start_date before the data counts from the first bar: midnight.
+  config.start_date = "2016-12-31";
+  const auto midnight = foxrl::plan_walk_forward(config, days);
+  REQUIRE(midnight.folds.size() == 2);
+  CHECK(midnight.folds[1].train_begin == 1440);
+  CHECK(midnight.folds[1].test_end == 4320);
+  CHECK(midnight.fold_configs[1].test_start == "2017-01-03T00:00:00Z");
+}
+
 TEST_CASE("the stitched backtest is the folds' backtests in sequence, each fold entering from flat", "[walk_forward]") {
   // Twelve bars; fold 0 tests bars 3 .. 6, fold 1 bars 7 .. 9.
   foxrl::MarketSeries series;

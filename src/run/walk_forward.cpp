@@ -90,7 +90,9 @@ WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSp
   const MarketSetup& market = plan.market;
   const std::vector<std::int64_t>& t = market.series.timestamp;
   const std::int64_t bar_seconds = market.annualisation.median_bar_seconds;
-  const std::int64_t anchor = config.start_date.empty() ? 0 : parse_timestamp(config.start_date);
+  // Durations count from start_date where it cut the data (a start_date
+  // before the first bar would only add empty time to the first fold).
+  const std::int64_t anchor = market.first_row > 0 ? parse_timestamp(config.start_date) : 0;
   const WalkForwardSpan span = walk_forward_span(t, bar_seconds, anchor, market.series.source);
   plan.folds = walk_forward_folds(t, span, spec);
 

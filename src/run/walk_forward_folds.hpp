@@ -29,8 +29,8 @@ struct WalkForwardFold {
 /// Where the folds of a series start and where its data ends.
 struct WalkForwardSpan {
   /// Durations count from here (unix seconds): the config's start_date when
-  /// set (so `1y` folds can start on January 1st although the first bar
-  /// comes later), else the first bar's timestamp.
+  /// it falls within the data (so `1y` folds can start on January 1st
+  /// although the first bar comes later), else the first bar's timestamp.
   std::int64_t anchor = 0;
   /// The data's end in time: the last bar's timestamp plus one bar spacing
   /// (the median), the moment its last bar's period closes. A duration

@@ -74,14 +74,15 @@ WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSp
     throw UsageError("--walk-forward: evaluates the market env; the config's env is " +
                      std::string(env_kind_name(config.env)));
   }
-  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"train_end", config.train_end},
-                                   {"test_start", config.test_start},
-                                   {"test_end", config.test_end}}) {
+  const auto refuse_key = [](const char* key, const std::string& value) {
     if (!value.empty()) {
       throw UsageError("--walk-forward: sets the key '" + std::string(key) + "' of each fold; the config sets it (" +
                        quote_excerpt(value, 40) + "): remove it");
     }
-  }
+  };
+  refuse_key("train_end", config.train_end);
+  refuse_key("test_start", config.test_start);
+  refuse_key("test_end", config.test_end);
   WalkForwardPlan plan;
   plan.spec = spec;
   plan.config = config;

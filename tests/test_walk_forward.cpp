@@ -338,5 +338,10 @@ TEST_CASE("a two-fold walk-forward on the synthetic market writes its folds and 
   }
   CHECK(j["aggregate"]["bars"] == 600);
   CHECK(j["aggregate"]["agent"]["total_return"].get<double>() == Approx(carried - 1).epsilon(1e-12));
+
+  // A second walk-forward into the same out_dir is refused before it
+  // trains, unless it overwrites the first.
+  CHECK_THAT(usage_error_of([&] { foxrl::plan_walk_forward(tiny_market(dir), spec); }),
+             Contains(dir + "/walk_forward.json") && Contains("--overwrite"));
   fs::remove_all(dir);
 }

@@ -15,6 +15,9 @@ namespace {
 
 std::string fold_dir_name(int index) { return "fold_" + std::to_string(index); }
 
+/// What a walk-forward writes into out_dir besides the fold directories.
+constexpr const char* kReportFiles[] = {"walk_forward.json", "walk_forward_backtest.csv", "walk_forward_equity.svg"};
+
 /// A fold's bars as a TrainConfig's keys: the timestamps of its first and
 /// last train and test bars (full ISO times, so a key names one bar, not a
 /// whole day).
@@ -143,7 +146,13 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   const auto say = [&](const std::string& line) {
     if (writer) observer.on_log(line);
   };
-  if (writer) prepare_output_directory(plan.config.out_dir, "out_dir");
+  if (writer) {
+    prepare_output_directory(plan.config.out_dir, "out_dir");
+    // An overwritten walk-forward's report goes first: one interrupted
+    // below must not leave the old report beside the new folds.
+    std::error_code ec;
+    for (const char* file : kReportFiles) std::filesystem::remove(plan.config.out_dir + "/" + file, ec);
+  }
   const auto& t = plan.market.series.timestamp;
   const std::int64_t bar_seconds = plan.context.bar_seconds;
   const int n = static_cast<int>(plan.folds.size());
@@ -182,10 +191,11 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   result.stitched = stitch_walk_forward(result.folds, plan.context.bars_per_year);
   say(walk_forward_table(plan.context, result.folds, result.stitched));
   const std::string& dir = plan.config.out_dir;
-  write_file_atomically(dir + "/walk_forward.json",
+  write_file_atomically(dir + "/" + kReportFiles[1], walk_forward_csv(result.stitched));
+  write_file_atomically(dir + "/" + kReportFiles[2], walk_forward_svg(plan.context, result.stitched));
+  // Last: walk_forward.json marks a finished walk-forward.
+  write_file_atomically(dir + "/" + kReportFiles[0],
                         walk_forward_json(plan.context, result.folds, result.stitched) + "\n");
-  write_file_atomically(dir + "/walk_forward_backtest.csv", walk_forward_csv(result.stitched));
-  write_file_atomically(dir + "/walk_forward_equity.svg", walk_forward_svg(plan.context, result.stitched));
   say("walk-forward outputs in " + dir + ": fold_0/ .. fold_" + std::to_string(n - 1) +
       "/ (one training run each), walk_forward.json, walk_forward_backtest.csv, walk_forward_equity.svg");
   return result;

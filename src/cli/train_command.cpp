@@ -10,6 +10,7 @@
 #include "run/run_manifest.hpp"
 #include "run/seed_study.hpp"
 #include "run/training_run.hpp"
+#include "run/walk_forward.hpp"
 
 #include <filesystem>
 #include <iostream>
@@ -27,6 +28,8 @@ struct TrainArgs {
   bool overwrite = false;
   std::string seeds;  ///< --seeds: a seed study
   BootstrapSettings bootstrap;
+  std::string walk_forward;  ///< --walk-forward train=N,test=M,step=S
+  bool walk_forward_given = false;
 };
 
 /// Prints the run's log lines as train.log gets them.
@@ -78,6 +81,12 @@ int run_train(const TrainArgs& args) {
   }
   TrainConfig config = args.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(args.config_file);
   config.apply_overrides(args.overrides);
+  if (args.walk_forward_given) {
+    const WalkForwardSpec spec = parse_walk_forward_spec(args.walk_forward);
+    PrintLines print;
+    run_walk_forward(plan_walk_forward(config, spec, args.overwrite), print);
+    return 0;
+  }
   if (!args.seeds.empty()) return run_seed_study(args, std::move(config));
   if (args.resume && CheckpointStore(config.out_dir).generations().empty()) {
     if (const auto seeds = seeds_in_study_directory(config.out_dir); !seeds.empty()) {
@@ -140,6 +149,17 @@ Command add_train_command(CLI::App& app) {
                   "round(bars^(1/3)))")
       ->check(finite_range(0, 1e9))
       ->needs(seeds);
+  cmd->add_option_function<std::string>(
+         "--walk-forward",
+         [args](const std::string& spec) {
+           args->walk_forward = spec;
+           args->walk_forward_given = true;
+         },
+         "Walk-forward evaluation (market): train=N,test=M,step=S, each bars or a duration (5y, 6m, 30d); "
+         "one run per fold in out_dir/fold_<k>/, the stitched out-of-sample result in walk_forward.json")
+      ->excludes("--resume")
+      ->excludes("--auto-resume")
+      ->excludes(seeds);
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }
 

@@ -28,6 +28,7 @@ struct TrainConfig {
   std::int64_t window = 64;             ///< market: log returns in the observation
   std::string train_end;                ///< market: last timestamp of the training split (ISO date); empty: 70 %
   std::string test_start;               ///< market: first timestamp of the test split; empty: after validation
+  std::string test_end;                 ///< market: last timestamp of the test split; empty: the last bar
   bool skip_bad_rows = false;           ///< market CSV: skip and count invalid rows instead of failing
   bool allow_implausible_bars = false;  ///< market CSV: accept bars moving more than 10x (kMaxBarMove)
   std::string start_date;               ///< market: first timestamp used (ISO date); empty: the first bar

@@ -28,6 +28,19 @@ std::int64_t parse_config_timestamp(const char* key, const std::string& value) {
   }
 }
 
+/// The end (one past the last bar) of a test split cut by key test_end; a
+/// date alone means the whole day, like train_end.
+int test_split_end(const MarketSeries& series, const TrainConfig& config, std::int64_t test_start) {
+  const std::int64_t test_end = parse_config_timestamp("test_end", config.test_end);
+  const std::int64_t last_test = config.test_end.size() <= 10 ? test_end + 86399 : test_end;
+  if (last_test < test_start) {
+    throw UsageError("config: key 'test_end' (" + quote_excerpt(config.test_end, 40) +
+                     ") must not come before key 'test_start' (" + quote_excerpt(config.test_start, 40) + ")");
+  }
+  return static_cast<int>(std::upper_bound(series.timestamp.begin(), series.timestamp.end(), last_test) -
+                          series.timestamp.begin());
+}
+
 }  // namespace
 
 MarketSetup prepare_market(const TrainConfig& config) {
@@ -46,6 +59,10 @@ MarketSetup prepare_market(const TrainConfig& config) {
   }
   if (!config.start_date.empty()) m.first_row = apply_start_date(m.series, config.start_date);
   const int bars = static_cast<int>(m.series.size());
+  if (!config.test_end.empty() && (config.train_end.empty() || config.test_start.empty())) {
+    throw UsageError("config: key 'test_end' (" + quote_excerpt(config.test_end, 40) +
+                     ") needs 'train_end' and 'test_start' too");
+  }
   if (config.train_end.empty() && config.test_start.empty()) {
     m.splits = split_by_fraction(bars, 0.70, 0.15);
   } else {
@@ -61,6 +78,7 @@ MarketSetup prepare_market(const TrainConfig& config) {
                        ") must come after key 'train_end' (" + quote_excerpt(config.train_end, 40) + ")");
     }
     m.splits = split_by_timestamp(m.series, last_train + 1, test_start);
+    if (!config.test_end.empty()) m.splits.test.end = test_split_end(m.series, config, test_start);
   }
   check_splits(m.series, m.splits, config);
   m.annualisation = annualisation_of(m.series, config.bars_per_year);
@@ -88,9 +106,12 @@ std::size_t apply_start_date(MarketSeries& series, const std::string& start_date
 
 void check_splits(const MarketSeries& series, const MarketSplits& splits, const TrainConfig& config) {
   const bool by_time = !config.train_end.empty();
-  const std::string keys = by_time ? "keys 'train_end' (" + quote_excerpt(config.train_end, 40) +
-                                         ") and 'test_start' (" + quote_excerpt(config.test_start, 40) + ")"
-                                   : "the 70/15/15 % split";
+  const std::string train_end = "'train_end' (" + quote_excerpt(config.train_end, 40) + ")";
+  const std::string test_start = "'test_start' (" + quote_excerpt(config.test_start, 40) + ")";
+  const std::string keys = !by_time                  ? "the 70/15/15 % split"
+                           : config.test_end.empty() ? "keys " + train_end + " and " + test_start
+                                                     : "keys " + train_end + ", " + test_start + " and 'test_end' (" +
+                                                           quote_excerpt(config.test_end, 40) + ")";
   const std::string span =
       series.source + " spans " + date_range(series) + (config.start_date.empty() ? "" : " from key 'start_date'");
   // The envs need a few bars of each split beyond the observation window;

@@ -1,7 +1,8 @@
 #pragma once
 // From a training config to the market series and its time splits (host
 // side, once per run): the CSV named by `data` or the built-in generator,
-// split by `train_end` / `test_start` or, without them, 70 / 15 / 15 % by time.
+// split by `train_end` / `test_start` (and `test_end`, where the test split
+// stops) or, without them, 70 / 15 / 15 % by time.
 
 #include "config/train_config.hpp"
 #include "market/market_data.hpp"
@@ -62,7 +63,7 @@ std::size_t apply_start_date(MarketSeries& series, const std::string& start_date
 
 /// Checks splits against the data before any training: the train and test
 /// splits must hold bars. UsageError naming the keys (train_end,
-/// test_start, start_date) and the data's date range.
+/// test_start, test_end, start_date) and the data's date range.
 void check_splits(const MarketSeries& series, const MarketSplits& splits, const TrainConfig& config);
 
 }  // namespace foxrl

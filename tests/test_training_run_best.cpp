@@ -171,6 +171,36 @@ TEST_CASE("a market run logs the validation backtest each epoch and keeps the be
   fs::remove_all(until_best);
 }
 
+TEST_CASE("select_by net_return picks the epoch of the highest validation net return", "[training_run][best_model]") {
+  ::setenv("FOXRL_RUN_ID", "best-model-test", 1);
+  const std::string dir = scratch_dir("net_return");
+  foxrl::TrainConfig c = market_config(dir, 5);
+  c.select_by = "net_return";
+  c.seed = 4;  // on the host backend its best net return (epoch 5) and best Sharpe ratio (epoch 1) differ
+  const auto summary = run(c);
+  std::int64_t best = 0;
+  double best_return = 0;
+  for (const auto& j : metrics(dir)) {
+    const double r = j.at("val_total_return").get<double>();
+    if (best == 0 || r > best_return) {
+      best = j.at("epoch").get<std::int64_t>();
+      best_return = r;
+    }
+  }
+  REQUIRE(summary.best);
+  CHECK(summary.best->epoch == best);
+  CHECK(summary.best->score == best_return);
+  const auto record = foxrl::BestModel::read(foxrl::BestModelStore::resolve(dir));
+  CHECK(record.select_by == "net_return");
+  CHECK(record.epoch == best);
+  // The key is left out of a default config (older runs keep their config
+  // hash) and written when set.
+  CHECK(foxrl::TrainConfig{}.to_json().find("select_by") == std::string::npos);
+  CHECK(foxrl::TrainConfig{}.to_json().find("validation_fraction") == std::string::npos);
+  CHECK(c.to_json().find("\"select_by\": \"net_return\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a run whose last epoch is the best keeps its evaluation files' fields", "[training_run][best_model]") {
   ::setenv("FOXRL_RUN_ID", "best-model-test", 1);
   const std::string dir = scratch_dir("one_epoch");

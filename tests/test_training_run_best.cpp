@@ -73,6 +73,12 @@ foxrl::TrainConfig market_config(const std::string& dir, std::int64_t epochs) {
   return c;
 }
 
+/// Every log line of a run, one after the other.
+struct LogText : foxrl::TrainingObserver {
+  std::string all;
+  void on_log(const std::string& line) override { all += line + "\n"; }
+};
+
 foxrl::TrainingSummary run(const foxrl::TrainConfig& c, bool resume = false) {
   foxrl::TrainingRun r(c, resume);
   return r.run();
@@ -272,6 +278,44 @@ TEST_CASE("a resumed market run keeps its best model and goes on selecting as th
   fs::remove_all(whole);
   fs::remove_all(resumed);
   fs::remove_all(interrupted);
+}
+
+TEST_CASE("a resume refuses a generation whose best model record is damaged or of another run",
+          "[training_run][best_model]") {
+  ::setenv("FOXRL_RUN_ID", "best-model-test", 1);
+  const std::string dir = scratch_dir("damaged");
+  foxrl::TrainConfig c = market_config(dir, 3);
+  c.keep_checkpoints = 2;
+  run(c);
+  const std::string record = generation(dir, 3) + "/" + foxrl::BestModel::file;
+  const std::string text = read_bytes(record);
+  foxrl::BestModel other = foxrl::BestModel::read(generation(dir, 3));
+  other.run_id = "another-run";
+  other.write(generation(dir, 3));
+  c.epochs = 4;
+  {
+    foxrl::TrainingRun resumed(c, true);
+    LogText lines;
+    resumed.add_observer(lines);
+    resumed.run();
+    // The older generation is used; the newer one is set aside, naming why.
+    CHECK_THAT(lines.all, Catch::Contains("resumed from the older checkpoint") &&
+                              Catch::Contains("the best model of run another-run"));
+  }
+  // Not JSON: refused by name as well.
+  fs::remove_all(dir);
+  c.epochs = 3;
+  run(c);
+  { std::ofstream(record) << text.substr(0, text.size() / 2); }
+  c.epochs = 4;
+  {
+    foxrl::TrainingRun resumed(c, true);
+    LogText lines;
+    resumed.add_observer(lines);
+    resumed.run();
+    CHECK_THAT(lines.all, Catch::Contains("resumed from the older checkpoint") && Catch::Contains("best.json"));
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a CartPole run has no validation fields and no best model", "[training_run][best_model]") {

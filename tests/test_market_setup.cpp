@@ -219,3 +219,66 @@ TEST_CASE("bars per year of the shared data sets: trading days, crypto days, FX 
     CHECK(per_year <= c.high);
   }
 }
+
+TEST_CASE("hold_out_validation takes the train split's last bars and purges the window before them", "[market_setup]") {
+  // 100 train bars, 15 % held out: validation [85, 100); a 10-bar gap ends
+  // the train split at 75.
+  const foxrl::MarketSplits s = foxrl::hold_out_validation({{0, 100}, {100, 100}, {100, 120}}, 0.15, 10);
+  CHECK(s.train.begin == 0);
+  CHECK(s.train.end == 75);
+  CHECK(s.validation.begin == 85);
+  CHECK(s.validation.end == 100);
+  CHECK(s.test.begin == 100);
+  CHECK(s.test.end == 120);
+  // Fewer than one bar held out: the splits as they were.
+  const foxrl::MarketSplits none = foxrl::hold_out_validation({{0, 6}, {6, 6}, {6, 9}}, 0.15, 2);
+  CHECK(none.train.end == 6);
+  CHECK(none.validation.size() == 0);
+}
+
+TEST_CASE("train_end and test_start without bars between them hold out the last 15 % of the training bars",
+          "[market_setup]") {
+  foxrl::test::TempDir dir;
+  foxrl::TrainConfig config;
+  config.data = dir.write("daily.csv", daily_csv(100));  // 2020-01-01 (bar 0) .. 2020-04-09 (bar 99)
+  config.train_end = "2020-02-29";                       // bar 59
+  config.test_start = "2020-03-01";                      // bar 60
+  config.window = 16;
+  // 60 training bars: floor(0.15 x 60) = 9 held out, bars 51 .. 59
+  // (2020-02-21 .. 2020-02-29); the train split ends 16 bars before bar 51.
+  const auto m = foxrl::prepare_market(config);
+  CHECK(m.splits.train.begin == 0);
+  CHECK(m.splits.train.end == 35);
+  CHECK(m.splits.validation.begin == 51);
+  CHECK(m.splits.validation.end == 60);
+  CHECK(m.splits.test.begin == 60);
+  CHECK(m.splits.test.end == 100);
+  CHECK_THAT(m.describe(), Catch::Contains("train 2020-01-01 .. 2020-02-04 (35 bars), validation 2020-02-21 .. "
+                                           "2020-02-29 (9 bars), test 2020-03-01 .. 2020-04-09 (40 bars)"));
+  // Another fraction.
+  config.validation_fraction = 0.5;  // 30 bars held out: [30, 60), train [0, 14)
+  const auto half = foxrl::prepare_market(config);
+  CHECK(half.splits.validation.begin == 30);
+  CHECK(half.splits.train.end == 14);
+  // 0: no validation split, the train split up to train_end.
+  config.validation_fraction = 0;
+  const auto none = foxrl::prepare_market(config);
+  CHECK(none.splits.train.end == 60);
+  CHECK(none.splits.validation.size() == 0);
+  // Bars between train_end and test_start are the validation split, as
+  // they always were; nothing is held out of the train split.
+  config.validation_fraction = 0.15;
+  config.test_start = "2020-03-15";  // bar 74
+  const auto between = foxrl::prepare_market(config);
+  CHECK(between.splits.train.end == 60);
+  CHECK(between.splits.validation.begin == 60);
+  CHECK(between.splits.validation.end == 74);
+  // A window longer than the training bars before validation: refused,
+  // naming the keys and the data's range.
+  config.test_start = "2020-03-01";
+  config.window = 64;
+  CHECK_THAT(usage_error(config), Catch::Contains("'validation_fraction' (0.150000)") &&
+                                      Catch::Contains("'window' (64") &&
+                                      Catch::Contains("leave the train split 0 bars") &&
+                                      Catch::Contains("daily.csv spans 2020-01-01 .. 2020-04-09 (100 bars)"));
+}

@@ -11,8 +11,10 @@
 #include "market/market_evaluation.hpp"
 #include "offline/offline_manifest.hpp"
 #include "offline/offline_trainer.hpp"
+#include "run/best_model.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/policy.hpp"
+#include "run/saved_model_evaluation.hpp"
 #include "run/setup.hpp"
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,7 @@ struct EvalArgs {
   std::string run_dir;
   std::string data;
   std::string split = "test";
+  std::string weights = "last";  ///< "last": the newest checkpoint; "best": the run's best model
   std::string out_dir;
   bool allow_implausible_bars = false;
   int episodes = 100;
@@ -93,12 +96,13 @@ void report_episodes(const EvalArgs& args, const EpisodeEvaluation& e, EnvKind e
 /// files under names of the split, checkpoint and data file: evaluations
 /// of other checkpoints or data never overwrite each other (nor the
 /// evaluation.json of the training run).
-void report_market(const EvalArgs& args, const MarketSetup& data, const EvaluationReport& report, std::int64_t epoch) {
+void report_market(const EvalArgs& args, const MarketSetup& data, const EvaluationReport& report, std::int64_t epoch,
+                   const std::string& label = "") {
   std::cout << data.describe() << "\n" << report.table();
   if (!args.cost_bps.empty()) std::cout << "\n" << cost_sensitivity_table(report, args.cost_bps);
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
   prepare_output_directory(out, args.out_dir.empty() ? "--run" : "--out");
-  const std::string name = output_stem(args.split, epoch, args.data);
+  const std::string name = output_stem(args.split + label, epoch, args.data);
   write_file_atomically(out + "/evaluation_" + name + ".json", report.json() + "\n");
   write_file_atomically(out + "/evaluation_" + name + "_backtest.csv", report.backtest_csv());
   write_file_atomically(out + "/equity_" + name + ".svg", report.svg());
@@ -179,7 +183,11 @@ int run_eval(const EvalArgs& args) {
     return std::filesystem::exists(dir + "/" + OfflineManifest::manifest_file, ec);
   };
   // A run directory, or one checkpoint generation of it.
-  const std::string checkpoint = offline(args.run_dir) ? args.run_dir : CheckpointStore::resolve(args.run_dir);
+  if (args.weights == "best" && offline(args.run_dir))
+    throw UsageError("--weights best: " + args.run_dir + " is a train-offline run, which keeps no best model");
+  const std::string checkpoint = args.weights == "best"  ? BestModelStore::resolve(args.run_dir)
+                                 : offline(args.run_dir) ? args.run_dir
+                                                         : CheckpointStore::resolve(args.run_dir);
   if (args.episodes < 1 || args.episodes > 1000000)
     throw UsageError("--episodes " + std::to_string(args.episodes) + ": must be in [1, 1000000]");
   for (double bps : args.cost_bps) {
@@ -200,18 +208,8 @@ int run_eval(const EvalArgs& args) {
   if (args.allow_implausible_bars) config.allow_implausible_bars = true;
   const MarketComponents<Exec> market = make_market(space, config, spec);
   const MarketSplit split = market_split(market.data.splits, args.split);
-  DqnLearner<Exec> learner(space, inference_learner_config(spec, 64));
-  const std::string weights = checkpoint + "/checkpoint.safetensors";
-  manifest.identity.check_metadata(learner.load(space, weights), weights);
-  std::optional<SignalAdapter<Exec>> adapter;
-  if (manifest.has_normalizer) {
-    adapter = make_adapter(space, spec);
-    adapter->import_state(space, manifest.normalizer, checkpoint + "/checkpoint.json");
-    adapter->set_frozen(true);
-  }
-  const auto report = evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data,
-                                      split, spec.market_env, config.seed + 1);
-  report_market(args, market.data, report, manifest.epoch);
+  const auto report = evaluate_saved_model(space, checkpoint, manifest, spec, market, split, config.seed + 1);
+  report_market(args, market.data, report, manifest.epoch, args.weights == "best" ? "_best" : "");
   return 0;
 }
 
@@ -225,6 +223,11 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--data", args->data, "OHLCV CSV to evaluate on (default: the run's own data)");
   cmd->add_option("--split", args->split, "Time split")
       ->check(CLI::IsMember({"train", "validation", "test"}))
+      ->capture_default_str();
+  cmd->add_option("--weights", args->weights,
+                  "Market runs of `foxrl train`: the newest checkpoint (last) or the best model, the epoch that "
+                  "scored best on the validation split (best; files named evaluation_<split>_best_epoch-<N>...)")
+      ->check(CLI::IsMember({"last", "best"}))
       ->capture_default_str();
   cmd->add_option("--out", args->out_dir,
                   "Where evaluation_<split>_epoch-<N>[_<data>].json and equity_....svg go (default: --run)");

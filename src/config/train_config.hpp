@@ -25,10 +25,17 @@ struct TrainConfig {
   double cost_bps = 5.0;               ///< market: cost per unit of position change, basis points
   /// market: "long_short" (actions short, flat, long) or "long_only" (flat, long)
   std::string positions = "long_short";
-  std::int64_t window = 64;             ///< market: log returns in the observation
-  std::string train_end;                ///< market: last timestamp of the training split (ISO date); empty: 70 %
-  std::string test_start;               ///< market: first timestamp of the test split; empty: after validation
-  std::string test_end;                 ///< market: last timestamp of the test split; empty: the last bar
+  std::int64_t window = 64;  ///< market: log returns in the observation
+  std::string train_end;     ///< market: last timestamp of the training split (ISO date); empty: 70 %
+  std::string test_start;    ///< market: first timestamp of the test split; empty: after validation
+  std::string test_end;      ///< market: last timestamp of the test split; empty: the last bar
+  /// market, train_end / test_start with no bar between them: the last
+  /// fraction of the bars up to train_end held out as the validation split
+  /// (the train split then ends `window` bars before it); 0: no validation
+  double validation_fraction = 0.15;
+  /// market: the validation metric that picks the best checkpoint, "sharpe"
+  /// (net Sharpe ratio) or "net_return"
+  std::string select_by = "sharpe";
   bool skip_bad_rows = false;           ///< market CSV: skip and count invalid rows instead of failing
   bool allow_implausible_bars = false;  ///< market CSV: accept bars moving more than 10x (kMaxBarMove)
   std::string start_date;               ///< market: first timestamp used (ISO date); empty: the first bar

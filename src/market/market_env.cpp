@@ -7,6 +7,21 @@
 
 namespace foxrl {
 
+MarketSplits hold_out_validation(MarketSplits splits, double fraction, int gap) {
+  if (!(fraction >= 0 && fraction < 1) || gap < 0 || splits.validation.size() != 0 ||
+      splits.validation.begin != splits.train.end) {
+    throw LogicError("hold_out_validation: fraction " + std::to_string(fraction) + ", gap " + std::to_string(gap) +
+                     ", validation [" + std::to_string(splits.validation.begin) + ", " +
+                     std::to_string(splits.validation.end) + ") after a train split ending at " +
+                     std::to_string(splits.train.end));
+  }
+  const int held_out = static_cast<int>(std::floor(splits.train.size() * fraction));
+  if (held_out == 0) return splits;
+  splits.validation = {splits.train.end - held_out, splits.train.end};
+  splits.train.end = std::max(splits.train.begin, splits.validation.begin - gap);
+  return splits;
+}
+
 FeatureSet parse_feature_set(const std::string& name) {
   if (name == "returns") return FeatureSet::returns;
   if (name == "ohlcv") return FeatureSet::ohlcv;

@@ -53,6 +53,14 @@ MarketSplits split_by_fraction(int bars, double train_fraction, double validatio
 /// validation_start, test at the first with timestamp >= test_start.
 MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start, std::int64_t test_start);
 
+/// Holds out the last `fraction` of the train split's bars as the
+/// validation split (which must be empty, at the train split's end) and
+/// ends the train split `gap` bars before it: a validation observation
+/// looks back `gap` bars (the observation window), so none reads a bar the
+/// train split's episodes were rewarded on. floor(fraction x train bars)
+/// bars are held out; none: the splits as they are.
+MarketSplits hold_out_validation(MarketSplits splits, double fraction, int gap);
+
 /// The feature set named `name` ("returns", "ohlcv"); UsageError otherwise.
 FeatureSet parse_feature_set(const std::string& name);
 /// The name parse_feature_set reads back.

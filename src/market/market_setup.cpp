@@ -79,6 +79,11 @@ MarketSetup prepare_market(const TrainConfig& config) {
     }
     m.splits = split_by_timestamp(m.series, last_train + 1, test_start);
     if (!config.test_end.empty()) m.splits.test.end = test_split_end(m.series, config, test_start);
+    // No bar between train_end and test_start: the validation split is the
+    // end of the training period, purged by the observation window.
+    if (m.splits.validation.size() == 0 && config.validation_fraction > 0) {
+      m.splits = hold_out_validation(m.splits, config.validation_fraction, static_cast<int>(config.window));
+    }
   }
   check_splits(m.series, m.splits, config);
   m.annualisation = annualisation_of(m.series, config.bars_per_year);
@@ -116,6 +121,14 @@ void check_splits(const MarketSeries& series, const MarketSplits& splits, const 
       series.source + " spans " + date_range(series) + (config.start_date.empty() ? "" : " from key 'start_date'");
   // The envs need a few bars of each split beyond the observation window;
   // MarketEnv names those limits. Here: splits that hold nothing at all.
+  if (by_time && splits.validation.size() > 0 && splits.validation.begin > splits.train.end &&
+      splits.train.size() < 2) {
+    throw UsageError("config: keys 'train_end' (" + quote_excerpt(config.train_end, 40) + "), 'validation_fraction' (" +
+                     std::to_string(config.validation_fraction) + ") and 'window' (" + std::to_string(config.window) +
+                     ", the bars between the train and validation splits) leave the train split " +
+                     std::to_string(splits.train.size()) + " bars: " + span +
+                     "; set 'train_end' later or 'validation_fraction' lower (0: no validation split)");
+  }
   if (splits.train.size() < 2) {
     throw UsageError("config: " + keys + " leave the train split " + std::to_string(splits.train.size()) +
                      " bars: " + span + (by_time ? "; set 'train_end' after its first bars" : ""));

@@ -42,6 +42,7 @@
 #include "envs/episode_evaluation.hpp"
 #include "kernels/offline/metric_sums.hpp"
 #include "market/market_evaluation.hpp"
+#include "market/validation_backtest.hpp"
 #include "offline/offline_agent.hpp"
 #include "offline/offline_dataset.hpp"
 #include "offline/offline_manifest.hpp"
@@ -64,13 +65,6 @@
 #include <vector>
 
 namespace foxrl {
-
-/// The greedy policy's continuous backtest on a market's validation split
-/// (evaluate_market), with buy and hold on the same bars for scale.
-struct ValidationBacktest {
-  TradingMetrics agent;
-  double buy_and_hold_return = 0;  ///< net total return
-};
 
 /// What one epoch of an offline run did.
 struct OfflineEpochRecord {
@@ -232,12 +226,8 @@ class OfflineTrainer {
   /// its continuous backtest (evaluate_market_split); else nothing.
   std::optional<ValidationBacktest> validation_backtest() {
     if (!market_) return std::nullopt;
-    const MarketSplit& v = market_->data.splits.validation;
-    const int first = std::max(v.begin, spec_.market_env.observation.min_decision_bar());
-    if (v.end - first < 2) return std::nullopt;
-    const EvaluationReport report = evaluate_market_split(*market_, v);
-    // The report's rows: the agent, then buy and hold (build_evaluation_report).
-    return ValidationBacktest{report.strategies.at(0).metrics, report.strategies.at(1).metrics.total_return};
+    return foxrl::validation_backtest(context_.space(), *agent_, adapter_ ? &*adapter_ : nullptr, market_->features,
+                                      market_->data, spec_.market_env, config_.seed + 1, agent_name());
   }
 
   /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".

@@ -70,6 +70,9 @@ std::string pid_suffix() { return "." + std::to_string(::getpid()); }
 
 CheckpointStore::CheckpointStore(std::string run_dir) : run_dir_(std::move(run_dir)) {}
 
+CheckpointStore::CheckpointStore(std::string run_dir, std::string folder)
+    : run_dir_(std::move(run_dir)), folder_(std::move(folder)), reads_legacy_(false) {}
+
 std::vector<CheckpointGeneration> CheckpointStore::generations() const {
   std::vector<CheckpointGeneration> found;
   std::error_code ec;
@@ -80,7 +83,7 @@ std::vector<CheckpointGeneration> CheckpointStore::generations() const {
     }
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.epoch > b.epoch; });
-  if (fs::exists(run_dir_ + "/" + legacy_files[0], ec)) found.push_back({run_dir_, -1});
+  if (reads_legacy_ && fs::exists(run_dir_ + "/" + legacy_files[0], ec)) found.push_back({run_dir_, -1});
   return found;
 }
 
@@ -122,13 +125,18 @@ std::string CheckpointStore::publish(std::int64_t epoch, const std::function<voi
       sync_directory(run_dir_);
       continue;
     }
-    const std::string aside =
-        checkpoints_dir() + "/" + deleting_prefix + fs::path(old.path).filename().string() + pid_suffix();
-    rename_or_throw(old.path, aside);
-    sync_directory(checkpoints_dir());
-    remove_tree(aside);
+    remove(old);
   }
   return target;
+}
+
+void CheckpointStore::remove(const CheckpointGeneration& generation) const {
+  if (generation.legacy()) throw LogicError("CheckpointStore::remove: a legacy checkpoint is not a generation");
+  const std::string aside =
+      checkpoints_dir() + "/" + deleting_prefix + fs::path(generation.path).filename().string() + pid_suffix();
+  rename_or_throw(generation.path, aside);
+  sync_directory(checkpoints_dir());
+  remove_tree(aside);
 }
 
 void CheckpointStore::set_aside(const CheckpointGeneration& generation) const {
@@ -162,6 +170,7 @@ void CheckpointStore::remove_stale_temporaries() const {
 void CheckpointStore::remove_all() const {
   std::error_code ec;
   if (fs::is_directory(checkpoints_dir(), ec)) remove_tree(checkpoints_dir());
+  if (!reads_legacy_) return;
   for (const char* file : legacy_files) fs::remove(run_dir_ + "/" + file, ec);
 }
 

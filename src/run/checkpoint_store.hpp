@@ -34,6 +34,9 @@ struct CheckpointGeneration {
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::string run_dir);
+  /// The generations in `run_dir`/`folder` instead of checkpoints/ (the best
+  /// models: run/best_model.hpp); no legacy checkpoint is read or removed.
+  CheckpointStore(std::string run_dir, std::string folder);
 
   /// The generations on disk, newest first (a legacy checkpoint last).
   std::vector<CheckpointGeneration> generations() const;
@@ -46,6 +49,10 @@ class CheckpointStore {
 
   /// Renames `generation` to damaged-epoch-N so it is never read again.
   void set_aside(const CheckpointGeneration& generation) const;
+
+  /// Deletes `generation` (renamed aside first, so a half-deleted one never
+  /// looks like a generation).
+  void remove(const CheckpointGeneration& generation) const;
 
   /// Removes what interrupted writers left: staging and half-deleted
   /// generations, `*.tmp.<pid>` files in the run directory. Only call
@@ -62,10 +69,12 @@ class CheckpointStore {
   static std::string resolve(const std::string& path);
 
   const std::string& run_dir() const { return run_dir_; }
-  std::string checkpoints_dir() const { return run_dir_ + "/checkpoints"; }
+  std::string checkpoints_dir() const { return run_dir_ + "/" + folder_; }
 
  private:
   std::string run_dir_;
+  std::string folder_ = "checkpoints";
+  bool reads_legacy_ = true;
 };
 
 /// An exclusive lock on a run directory (flock on the directory itself:

@@ -36,6 +36,15 @@ std::string format_epoch_log(const EpochRecord& r) {
   out.precision(3);
   out << ", guard: " << r.rejected_updates << " rejected (" << r.rejected_total << " total), " << r.restores
       << " restores, lr " << r.lr;
+  if (r.validation) {
+    const auto& v = *r.validation;
+    char line[224];
+    std::snprintf(line, sizeof line,
+                  "\nvalidation backtest: net return %.2f%%, Sharpe %.2f, %ld trades (buy and hold %.2f%%)%s",
+                  100 * v.agent.total_return, v.agent.sharpe, v.agent.trades, 100 * v.buy_and_hold_return,
+                  r.best ? ", best so far" : "");
+    out << line;
+  }
   return out.str();
 }
 
@@ -62,6 +71,13 @@ std::string epoch_json(const EpochRecord& r) {
                       {"episodes", r.episodes},
                       {"mean_return_last_100", r.mean_return_last_100},
                       {"backend", r.backend}};
+  if (r.validation) {  // the names of `foxrl train-offline`'s metrics
+    j["val_total_return"] = r.validation->agent.total_return;
+    j["val_sharpe"] = r.validation->agent.sharpe;
+    j["val_trades"] = r.validation->agent.trades;
+    j["val_buy_and_hold_return"] = r.validation->buy_and_hold_return;
+    j["val_best"] = r.best;
+  }
   return j.dump();
 }
 

@@ -4,7 +4,10 @@
 // written as one JSON object per line to metrics.jsonl; a progress line on
 // long epochs when stdout is a terminal.
 
+#include "market/validation_result.hpp"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace foxrl {
@@ -28,9 +31,14 @@ struct EpochRecord {
   std::int64_t episodes = 0;        ///< finished episodes since the start
   double mean_return_last_100 = 0;  ///< of the last (up to) 100 finished episodes
   std::string backend;
+  /// Market runs with a validation split: the greedy policy's backtest on
+  /// it after this epoch (TrainingRun; the trainer never sets it).
+  std::optional<ValidationBacktest> validation;
+  bool best = false;  ///< the validation metric improved: this epoch's weights are the best model
 };
 
-/// The log lines of one epoch (two lines, no trailing newline).
+/// The log lines of one epoch (two lines, a third with the validation
+/// backtest; no trailing newline).
 std::string format_epoch_log(const EpochRecord& r);
 /// The epoch as one JSON object (no newline).
 std::string epoch_json(const EpochRecord& r);

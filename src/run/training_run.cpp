@@ -11,9 +11,12 @@
 #include "run/checkpoint_store.hpp"
 #include "run/run_directory.hpp"
 #include "run/run_manifest.hpp"
+#include "run/saved_model_evaluation.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,7 +31,7 @@ const RunFiles& run_files() {
   static const RunFiles files{
       {"checkpoint.json", "checkpoint.safetensors", "trainer_state.safetensors", "metrics.jsonl", "train.log",
        "config.json", "evaluation.json", "evaluation_backtest.csv", "equity.svg", "learning_curve_return.svg",
-       "learning_curve_loss.svg"},
+       "learning_curve_loss.svg", "evaluation_best_backtest.csv", "equity_best.svg"},
       5,
       "foxrl train --resume"};
   return files;
@@ -171,6 +174,15 @@ RunManifest TrainingRun::resume_newest_generation(const CheckpointStore& store) 
     try {
       if (!trainer_) trainer_ = make_trainer();
       manifest = trainer_->resume(g.path);
+      best_.reset();
+      std::error_code ec;
+      if (std::filesystem::exists(g.path + "/" + BestModel::file, ec)) {
+        best_ = BestModel::read(g.path);
+        if (!manifest.identity.run_id.empty() && best_->run_id != manifest.identity.run_id)
+          throw UsageError(g.path + "/" + BestModel::file + ": the best model of run " + best_->run_id +
+                           ", the checkpoint is of run " + manifest.identity.run_id);
+      }
+      resumed_generation_ = g.path;
     } catch (const LogicError&) {
       throw;
     } catch (const UsageError& e) {
@@ -249,7 +261,10 @@ TrainingSummary TrainingRun::run() {
   }
   if (writer) files_ = std::make_unique<Files>(config.out_dir);
   const CheckpointStore store(config.out_dir);
-  if (!resume_ && writer) prepare_fresh_run_directory(config.out_dir, overwrite_, run_files());
+  if (!resume_ && writer) {
+    prepare_fresh_run_directory(config.out_dir, overwrite_, run_files());
+    if (overwrite_) CheckpointStore(config.out_dir, BestModelStore::folder).remove_all();
+  }
   TrainingSummary summary;
 
   if (!resume_) trainer_ = make_trainer();
@@ -283,6 +298,18 @@ TrainingSummary TrainingRun::run() {
   }
   if (writer) {
     store.remove_stale_temporaries();
+    CheckpointStore(config.out_dir, BestModelStore::folder).remove_stale_temporaries();
+    if (resume_) {
+      // Best models of the epochs after the checkpoint are redone by this run.
+      const BestModelStore best_models(config.out_dir);
+      best_models.discard_after(trainer.epoch());
+      if (best_ && best_models.path_of(best_->epoch).empty()) {
+        say("warning: the best model of epoch " + std::to_string(best_->epoch) + " that " + resumed_generation_ +
+            " names is missing from " + config.out_dir + "/" + BestModelStore::folder +
+            "; the best model is chosen again from the next epoch on");
+        best_.reset();
+      }
+    }
     files_->log.open(config.out_dir + "/train.log", std::ios::app);
     files_->metrics.open(config.out_dir + "/metrics.jsonl", std::ios::app);
     if (!files_->log || !files_->metrics) throw UsageError("out_dir '" + config.out_dir + "': cannot write its logs");
@@ -295,7 +322,8 @@ TrainingSummary TrainingRun::run() {
 
   std::int64_t checkpointed = trainer.epoch();
   for (std::int64_t e = trainer.epoch(); e < config.epochs; ++e) {
-    const auto record = run_one_epoch(checkpointed);
+    auto record = run_one_epoch(checkpointed);
+    if (writer) validate_epoch(record, store);
     summary.epochs.push_back(record);
     say(format_epoch_log(record));
     if (writer) {
@@ -326,9 +354,11 @@ TrainingSummary TrainingRun::run() {
             std::string shared = dir;
             comm_->broadcast(shared, 0);
             trainer.save_checkpoint(dir, log_bytes);
-            comm_->barrier();  // every rank's trainer state is in `dir` before it is published
+            if (best_) best_->write(dir);  // the best model as of this checkpoint, for a resume
+            comm_->barrier();              // every rank's trainer state is in `dir` before it is published
           },
           static_cast<int>(config.keep_checkpoints));
+      BestModelStore(config.out_dir).prune(best_epochs_named_by(store));
       checkpointed = record.epoch;
     }
     if (summary.solved) {
@@ -340,20 +370,80 @@ TrainingSummary TrainingRun::run() {
   if (!writer) return summary;
   write_learning_curves(config.out_dir, summary.epochs);
 
-  if (const auto* market = trainer.market()) {
-    summary.evaluation =
-        evaluate_market(trainer.context().space(), trainer.learner(), trainer.adapter(), market->features, market->data,
-                        market->data.splits.test, trainer.spec().market_env, config.seed + 1);
-    say(summary.evaluation->table());
-    write_file_atomically(config.out_dir + "/evaluation.json", summary.evaluation->json() + "\n");
-    write_file_atomically(config.out_dir + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
-    write_file_atomically(config.out_dir + "/equity.svg", summary.evaluation->svg());
-  }
+  if (trainer.market()) evaluate_test_split(summary);
   say("outputs in " + config.out_dir +
       ": train.log, metrics.jsonl, checkpoints/epoch-N/ (checkpoint.safetensors + checkpoint.json + "
       "trainer_state.safetensors), learning curves" +
-      std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : ""));
+      std::string(trainer.market() ? ", evaluation.json, evaluation_backtest.csv, equity.svg" : "") +
+      std::string(summary.best_evaluation
+                      ? ", best/epoch-N/ (the best model), evaluation_best_backtest.csv, equity_best.svg"
+                      : ""));
   return summary;
+}
+
+void TrainingRun::validate_epoch(EpochRecord& record, const CheckpointStore& store) {
+  record.validation = trainer_->validation_backtest();
+  if (!record.validation) return;
+  const double score = validation_score(*record.validation, config_.select_by);
+  // Ties keep the earlier epoch; a non-finite score never wins.
+  if (!std::isfinite(score) || (best_ && !(score > best_->score))) return;
+  BestModel best;
+  best.epoch = record.epoch;
+  best.select_by = config_.select_by;
+  best.score = score;
+  best.validation = *record.validation;
+  best.run_id = trainer_->run_id();
+  BestModelStore(config_.out_dir)
+      .publish(
+          best, [&](const std::string& dir) { trainer_->save_model(dir); }, best_epochs_named_by(store));
+  best_ = best;
+  record.best = true;
+}
+
+void TrainingRun::evaluate_test_split(TrainingSummary& summary) {
+  DqnTrainer<ExecSpace>& trainer = *trainer_;
+  const MarketComponents<ExecSpace>& market = *trainer.market();
+  const ExecSpace& space = trainer.context().space();
+  const std::string& out = config_.out_dir;
+  summary.evaluation = evaluate_market(space, trainer.learner(), trainer.adapter(), market.features, market.data,
+                                       market.data.splits.test, trainer.spec().market_env, config_.seed + 1);
+  const std::string best_dir = best_ ? BestModelStore(out).path_of(best_->epoch) : std::string();
+  if (best_dir.empty()) {  // no validation split: the last weights alone, unlabelled
+    say(summary.evaluation->table());
+    write_file_atomically(out + "/evaluation.json", summary.evaluation->json() + "\n");
+    write_file_atomically(out + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
+    write_file_atomically(out + "/equity.svg", summary.evaluation->svg());
+    return;
+  }
+  summary.best = best_;
+  summary.best_evaluation = evaluate_saved_model(space, best_dir, RunManifest::read(best_dir), trainer.spec(), market,
+                                                 market.data.splits.test, config_.seed + 1);
+  char score[64];
+  std::snprintf(score, sizeof score, "%.4g", best_->score);
+  say("test split, last weights (epoch " + std::to_string(trainer.epoch()) + "):");
+  say(summary.evaluation->table());
+  say("test split, best weights (epoch " + std::to_string(best_->epoch) + ", validation " +
+      (best_->select_by == "sharpe" ? "Sharpe " : "net return ") + score + "; " + best_dir + "):");
+  say(summary.best_evaluation->table());
+  // evaluation.json: the last weights' report as it always was, labelled,
+  // with the best model's beside it.
+  nlohmann::json j = nlohmann::json::parse(summary.evaluation->json());
+  j["weights"] = "last";
+  j["best"] = {{"weights", "best"},
+               {"epoch", best_->epoch},
+               {"select_by", best_->select_by},
+               {"validation_score", best_->score},
+               {"validation",
+                {{"total_return", best_->validation.agent.total_return},
+                 {"sharpe", best_->validation.agent.sharpe},
+                 {"trades", best_->validation.agent.trades},
+                 {"buy_and_hold_return", best_->validation.buy_and_hold_return}}},
+               {"test", nlohmann::json::parse(summary.best_evaluation->json())}};
+  write_file_atomically(out + "/evaluation.json", j.dump(2) + "\n");
+  write_file_atomically(out + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
+  write_file_atomically(out + "/equity.svg", summary.evaluation->svg());
+  write_file_atomically(out + "/evaluation_best_backtest.csv", summary.best_evaluation->backtest_csv());
+  write_file_atomically(out + "/equity_best.svg", summary.best_evaluation->svg());
 }
 
 }  // namespace foxrl

@@ -5,8 +5,11 @@
 // the `target_return` stop (mean return of the last 100 episodes), the run
 // directory's train.log and metrics.jsonl (on resume, records after the
 // checkpoint are dropped first), the learning-curve SVGs, and, for the
-// market, the evaluation of the greedy policy on the test split
-// (evaluation.json, equity.svg). Observers see every log line and every
+// market, a validation backtest after every epoch that keeps the best
+// model beside the checkpoints (run/best_model.hpp) and at the end the
+// evaluation of the greedy policy on the test split, of the last weights
+// (evaluation.json, equity.svg) and of the best model (the "best" section
+// of evaluation.json, evaluation_best_backtest.csv, equity_best.svg). Observers see every log line and every
 // EpochRecord; the CLI's train command is one of them (it prints the lines).
 //
 //   foxrl::TrainConfig config;            // or TrainConfig::from_json_file(...)
@@ -33,6 +36,7 @@
 #include "config/train_config.hpp"
 #include "dist/communicator.hpp"
 #include "market/market_evaluation.hpp"
+#include "run/best_model.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/run_manifest.hpp"
 #include "run/training_log.hpp"
@@ -64,7 +68,12 @@ struct TrainingSummary {
   /// (epoch, loss and mean return only: what metrics.jsonl held) first.
   std::vector<EpochRecord> epochs;
   bool solved = false;                         ///< stopped by `target_return`
-  std::optional<EvaluationReport> evaluation;  ///< market: the test split's
+  std::optional<EvaluationReport> evaluation;  ///< market: the test split's, of the last weights
+  /// Market runs with a validation split: the best model (the epoch whose
+  /// validation backtest scored best, run/best_model.hpp) and its
+  /// evaluation on the test split.
+  std::optional<BestModel> best;
+  std::optional<EvaluationReport> best_evaluation;
 };
 
 class TrainingRun {
@@ -107,6 +116,13 @@ class TrainingRun {
   /// One epoch; a failure that is not foxrl's own (a device error) becomes
   /// an Error saying which checkpoint is intact and how to name the kernel.
   EpochRecord run_one_epoch(std::int64_t checkpointed);
+  /// Rank 0, market runs: the epoch's validation backtest into `record`
+  /// and, when it scores best so far, the epoch's model published as the
+  /// best one.
+  void validate_epoch(EpochRecord& record, const CheckpointStore& store);
+  /// Rank 0, market runs: the test split's evaluation of the last weights
+  /// and of the best model, printed and written to the run directory.
+  void evaluate_test_split(TrainingSummary& summary);
 
   TrainConfig config_;
   bool resume_;
@@ -115,6 +131,8 @@ class TrainingRun {
   std::vector<TrainingObserver*> observers_;
   std::unique_ptr<DqnTrainer<ExecSpace>> trainer_;
   std::shared_ptr<dist::Communicator> comm_;
+  std::optional<BestModel> best_;   ///< the best model so far (rank 0)
+  std::string resumed_generation_;  ///< the checkpoint generation a resume loaded
   struct Files;
   std::unique_ptr<Files> files_;
 };

@@ -31,6 +31,9 @@ TrainConfig fold_config(const TrainConfig& base, const MarketSetup& market, cons
   c.test_start = at(fold.test_begin);
   c.test_end = at(fold.test_end - 1);
   c.bars_per_year = bars_per_year;
+  // A fold trains on its whole train period: no validation hold-out (and
+  // so no best checkpoint); the fold's last weights are the ones tested.
+  c.validation_fraction = 0;
   return c;
 }
 

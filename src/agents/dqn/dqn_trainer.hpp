@@ -52,6 +52,7 @@
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
+#include "market/validation_backtest.hpp"
 #include "replay/replay_buffer.hpp"
 #include "run/run_manifest.hpp"
 #include "run/setup.hpp"
@@ -245,6 +246,38 @@ class DqnTrainer {
     m.log_bytes = log_bytes;
     m.ranks = comm_->size();
     if (adapter_) {  // the frozen normaliser of inference (float64 in the trainer state too)
+      m.has_normalizer = true;
+      m.normalizer = adapter_->export_state(space);
+    }
+    m.write(dir);
+  }
+
+  /// The greedy policy's continuous backtest on the market's validation
+  /// split (market/validation_backtest.hpp): nothing for CartPole or a
+  /// validation split of fewer than two decision bars. Reads the weights
+  /// and the normaliser (frozen meanwhile) and changes no training state:
+  /// the next epoch runs as it would without it. Fences.
+  std::optional<ValidationBacktest> validation_backtest() {
+    if (!market_) return std::nullopt;
+    return foxrl::validation_backtest(context_.space(), *learner_, adapter_ ? &*adapter_ : nullptr, market_->features,
+                                      market_->data, spec_.market_env, config_.seed + 1, kDqnAgentName);
+  }
+
+  /// Writes the model of this epoch into `dir`: checkpoint.safetensors and
+  /// checkpoint.json as save_checkpoint writes them (so `foxrl eval`,
+  /// `infer` and Policy load it), without the trainer state: a model to
+  /// evaluate and serve, not a point to resume from. Rank 0 only. Fences.
+  void save_model(const std::string& dir) {
+    const auto& space = context_.space();
+    RunManifest m;
+    m.identity = {run_id_, RunIdentity::config_hash_of(config_), epoch_};
+    learner_->save(space, dir + "/checkpoint.safetensors", m.identity.metadata());
+    m.config = config_;
+    m.epoch = epoch_;
+    m.global_step = global_step_;
+    m.updates = updates_;
+    m.ranks = comm_->size();
+    if (adapter_) {
       m.has_normalizer = true;
       m.normalizer = adapter_->export_state(space);
     }

@@ -55,6 +55,12 @@ endforeach()
 expect_error(2 "--window" rollout --env market --window 0 --actions ${ACTIONS} --out ${WORK}/x.csv)
 expect_error(2 "--episode-length" rollout --env market --episode-length 0 --actions ${ACTIONS} --out ${WORK}/x.csv)
 expect_error(2 "--bars" rollout --env market --bars 1 --actions ${ACTIONS} --out ${WORK}/x.csv)
+# Long-only: 2 actions (flat, long), so action 2 (long in long_short) is out of range.
+file(WRITE ${WORK}/short_long.txt "0\n2\n1\n")
+expect_error(2 "short_long.txt:2: action .2. is not an integer in \\[0, 2\\)"
+             rollout --env market --positions long_only --actions ${WORK}/short_long.txt --out ${WORK}/x.csv)
+expect_error(2 "--positions"
+             rollout --env market --positions long --actions ${ACTIONS} --out ${WORK}/x.csv)
 expect_error(2 "synthetic:regime: 100 bars, too few for --episode-length 1000 after the lookback of --window 64"
              rollout --env market --bars 100 --actions ${ACTIONS} --out ${WORK}/x.csv)
 expect_error(2 "--initial-state '1,2,x\\\\n': expected four finite numbers"

@@ -9,6 +9,7 @@
 #include "dist/communicator.hpp"
 #include "envs/rollout.hpp"
 #include "market/market_data.hpp"
+#include "market/position_set.hpp"
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   const auto train_offline = foxrl::cli::add_train_offline_command(app);
 
   foxrl::RolloutOptions rollout;
-  std::string initial_state, feature_set = "returns", rollout_env = "cartpole";
+  std::string initial_state, feature_set = "returns", rollout_env = "cartpole", positions = "long_short";
   auto* rollout_cmd =
       app.add_subcommand("rollout", "Replay an action sequence in one environment and write every step to CSV");
   rollout_cmd->add_option("--env", rollout_env, "Environment: cartpole or market")
@@ -104,6 +105,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rollout_cmd->add_option("--features", feature_set, "Market only: feature set (returns, ohlcv)")
       ->capture_default_str();
+  rollout_cmd->add_option("--positions", positions,
+                          "Market only: actions short, flat, long (long_short) or flat, long (long_only)")
+      ->check(CLI::IsMember({"long_short", "long_only"}))
+      ->capture_default_str();
   rollout_cmd->add_option("--cost", rollout.market.cost, "Market only: cost per unit of position change")
       ->check(foxrl::cli::finite_range(0.0, 1.0))  // inf would write -inf rewards, NaN NaN rewards
       ->capture_default_str();
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
       if (!initial_state.empty()) rollout.initial_state = foxrl::parse_initial_state(initial_state);
       rollout.env = foxrl::parse_env_kind(rollout_env);
       rollout.market.observation.set = foxrl::parse_feature_set(feature_set);
+      rollout.market.positions = foxrl::parse_position_set(positions);
       const auto trace = foxrl::run_rollout(rollout);
       std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to " << rollout.out_path
                 << "\n";

@@ -1,0 +1,53 @@
+# `foxrl rollout --env market --positions long_only`: action k of the long-only
+# set (flat, long) is action k + 1 of the long-short set (short, flat, long),
+# so the same bars with mapped actions must pay the same rewards, and the
+# observations (whose last feature is the position) must match row by row.
+# -DCLI, -DWORK.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(long_only "")
+set(long_short "")
+foreach(k RANGE 0 299)
+  math(EXPR a "(k / 7 + k / 3) % 2")  # runs of flat and long
+  math(EXPR b "${a} + 1")
+  string(APPEND long_only "${a}\n")
+  string(APPEND long_short "${b}\n")
+endforeach()
+file(WRITE ${WORK}/long_only.txt "${long_only}")
+file(WRITE ${WORK}/long_short.txt "${long_short}")
+set(common rollout --env market --bars 2000 --episode-length 200 --window 16 --seed 4)
+execute_process(COMMAND ${CLI} ${common} --positions long_only --actions ${WORK}/long_only.txt --out ${WORK}/lo.csv
+  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "long_only rollout: exit ${rc}: ${err}")
+endif()
+execute_process(COMMAND ${CLI} ${common} --actions ${WORK}/long_short.txt --out ${WORK}/ls.csv
+  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "long_short rollout: exit ${rc}: ${err}")
+endif()
+file(STRINGS ${WORK}/lo.csv lo)
+file(STRINGS ${WORK}/ls.csv ls)
+list(LENGTH lo n)
+if(NOT n GREATER 200)
+  message(FATAL_ERROR "long_only rollout wrote ${n} lines")
+endif()
+math(EXPR last "${n} - 1")
+set(nonzero 0)
+foreach(i RANGE 1 ${last})
+  list(GET lo ${i} a)
+  list(GET ls ${i} b)
+  # Every column but the action must agree.
+  string(REGEX REPLACE ",[0-9]+,([^,]+),([01]),([01])$" ",A,\\1,\\2,\\3" a_masked "${a}")
+  string(REGEX REPLACE ",[0-9]+,([^,]+),([01]),([01])$" ",A,\\1,\\2,\\3" b_masked "${b}")
+  if(NOT a_masked STREQUAL b_masked)
+    message(FATAL_ERROR "row ${i} differs:\n long_only  ${a}\n long_short ${b}")
+  endif()
+  if(NOT a MATCHES ",0,0,[01]$")
+    math(EXPR nonzero "${nonzero} + 1")
+  endif()
+endforeach()
+if(nonzero LESS 50)
+  message(FATAL_ERROR "only ${nonzero} rows with a nonzero reward: the comparison tests too little")
+endif()
+message("long_only rollout = long_short rollout with actions + 1 over ${last} steps (${nonzero} nonzero rewards)")

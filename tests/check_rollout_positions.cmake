@@ -8,7 +8,7 @@ file(MAKE_DIRECTORY ${WORK})
 set(long_only "")
 set(long_short "")
 foreach(k RANGE 0 299)
-  math(EXPR a "(k / 7 + k / 3) % 2")  # runs of flat and long
+  math(EXPR a "(${k} / 7 + ${k} / 3) % 2")  # runs of flat and long
   math(EXPR b "${a} + 1")
   string(APPEND long_only "${a}\n")
   string(APPEND long_short "${b}\n")

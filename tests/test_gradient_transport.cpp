@@ -82,8 +82,9 @@ TEST_CASE("FOXRL_ALL_REDUCE chooses the gradient transport", "[dist]") {
   setenv("FOXRL_ALL_REDUCE", "nccl", 1);
   CHECK(foxrl::reduction_transport_from_environment() == foxrl::ReductionTransport::nccl);
   setenv("FOXRL_ALL_REDUCE", "gloo", 1);
-  CHECK_THROWS_WITH(foxrl::reduction_transport_from_environment(),
-                    Catch::Contains("FOXRL_ALL_REDUCE") && Catch::Contains("gloo") && Catch::Contains("auto, mpi or nccl"));
+  CHECK_THROWS_WITH(foxrl::reduction_transport_from_environment(), Catch::Contains("FOXRL_ALL_REDUCE") &&
+                                                                       Catch::Contains("gloo") &&
+                                                                       Catch::Contains("auto, mpi or nccl"));
   if (saved == nullptr)
     unsetenv("FOXRL_ALL_REDUCE");
   else

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 std::string read_all(const std::string& path) {
@@ -132,4 +134,51 @@ TEST_CASE("line chart makes room on the left for long y tick labels", "[io]") {
   std::ostringstream frame;
   frame << "<rect x=\"" << left << "\" y=\"40\" width=\"560\"";
   CHECK_THAT(svg, Catch::Contains(frame.str()));
+}
+
+TEST_CASE("line chart spaces long x tick labels so that none overlaps its neighbours", "[io]") {
+  foxrl::ChartOptions options;
+  for (int i = 0; i < 97; ++i) options.x_labels.push_back("2017-03-" + std::to_string(10 + i % 20) + " 07:00");
+  const auto svg =
+      foxrl::render_line_chart("Equity", "UTC", "equity", {{"agent", std::vector<double>(97, 1.0)}}, options);
+  // Each x label's extent at about 7 pixels a character (the chart's own
+  // estimate), from its anchor: start hangs right, end hangs left, middle
+  // is centred.
+  struct Extent {
+    double from, to;
+  };
+  std::vector<Extent> extents;
+  for (auto at = svg.find("<text x=\""); at != std::string::npos; at = svg.find("<text x=\"", at + 1)) {
+    const auto close = svg.find('>', at);
+    const std::string tag = svg.substr(at, close - at);
+    const std::string text = svg.substr(close + 1, svg.find('<', close) - close - 1);
+    if (text.rfind("2017-", 0) != 0) continue;
+    const double x = std::stod(tag.substr(9));
+    const double w = 7.0 * static_cast<double>(text.size());
+    if (tag.find("\"start\"") != std::string::npos)
+      extents.push_back({x, x + w});
+    else if (tag.find("\"end\"") != std::string::npos)
+      extents.push_back({x - w, x});
+    else
+      extents.push_back({x - w / 2, x + w / 2});
+  }
+  REQUIRE(extents.size() >= 2);
+  CHECK(extents.size() < 5);  // 16-character labels do not fit five to 560 pixels
+  for (std::size_t i = 1; i < extents.size(); ++i) {
+    INFO("label " << i);
+    CHECK(extents[i].from >= extents[i - 1].to + 6.0);
+  }
+  // Short labels keep five ticks.
+  foxrl::ChartOptions short_labels;
+  for (int i = 0; i < 9; ++i) short_labels.x_labels.push_back("e" + std::to_string(i));
+  const auto five = foxrl::render_line_chart("t", "x", "y", {{"s", std::vector<double>(9, 1.0)}}, short_labels);
+  for (const char* tick : {">e0<", ">e2<", ">e4<", ">e6<", ">e8<"}) CHECK_THAT(five, Catch::Contains(tick));
+}
+
+TEST_CASE("line chart widens its canvas for a long title", "[io]") {
+  const std::string title(100, 't');
+  const auto svg = foxrl::render_line_chart(title, "x", "y", {{"s", {1, 2}}});
+  const auto at = svg.find("width=\"") + 7;
+  // 100 characters at about 8.5 pixels each at 15 px, plus a margin.
+  CHECK(std::stod(svg.substr(at, svg.find('"', at) - at)) >= 850.0);
 }

@@ -105,8 +105,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rollout_cmd->add_option("--features", feature_set, "Market only: feature set (returns, ohlcv)")
       ->capture_default_str();
-  rollout_cmd->add_option("--positions", positions,
-                          "Market only: actions short, flat, long (long_short) or flat, long (long_only)")
+  rollout_cmd
+      ->add_option("--positions", positions,
+                   "Market only: actions short, flat, long (long_short) or flat, long (long_only)")
       ->check(CLI::IsMember({"long_short", "long_only"}))
       ->capture_default_str();
   rollout_cmd->add_option("--cost", rollout.market.cost, "Market only: cost per unit of position change")

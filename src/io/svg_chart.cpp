@@ -110,7 +110,9 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
   // character at 12 px) instead of letting them run off its edge.
   std::size_t longest = 0;
   for (const auto& s : series) longest = std::max(longest, s.name.size());
-  const double width = left + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest));
+  // A long title (about 8.5 pixels a character at 15 px) widens it too.
+  const double width = std::max(left + plot_w + std::max(kRight, 52.0 + 7.0 * static_cast<double>(longest)),
+                                20.0 + 8.5 * static_cast<double>(title.size()));
   const double x_span = x_count > 1 ? static_cast<double>(x_count - 1) : 1.0;
   auto px = [&](double x) { return left + x / x_span * plot_w; };
   auto py = [&](double y) { return kTop + (y_max - y) / (y_max - y_min) * plot_h; };
@@ -126,12 +128,22 @@ std::string render_line_chart(const std::string& title, const std::string& x_lab
         << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
         << label << "</text>\n";
   }
-  for (int i = 0; i <= 4; ++i) {
+  // As many X ticks (5 at most) as their labels fit without overlapping:
+  // the end labels hang inwards from the plot's edges, the others are
+  // centred, so neighbours need 1.5 label widths apart (about 7 pixels a
+  // character) plus a gap.
+  std::size_t longest_x_label = 0;
+  for (const auto& label : options.x_labels) longest_x_label = std::max(longest_x_label, label.size());
+  if (options.x_labels.empty()) longest_x_label = number(x_span).size();
+  const double min_spacing = 1.5 * 7.0 * static_cast<double>(longest_x_label) + 12.0;
+  int intervals = 4;
+  while (intervals > 1 && plot_w / intervals < min_spacing) --intervals;
+  for (int i = 0; i <= intervals; ++i) {
     // Ticks at whole data positions, labelled with that position's text.
-    const auto x = static_cast<std::size_t>(std::llround(x_span * i / 4));
-    if (i > 0 && x == static_cast<std::size_t>(std::llround(x_span * (i - 1) / 4))) continue;
+    const auto x = static_cast<std::size_t>(std::llround(x_span * i / intervals));
+    if (i > 0 && x == static_cast<std::size_t>(std::llround(x_span * (i - 1) / intervals))) continue;
     const std::string label = x < options.x_labels.size() ? options.x_labels[x] : number(static_cast<double>(x));
-    const char* anchor = i == 0 ? "start" : (i == 4 ? "end" : "middle");  // the end labels stay on the canvas
+    const char* anchor = i == 0 ? "start" : (i == intervals ? "end" : "middle");  // the end labels stay on the canvas
     svg << "<text x=\"" << px(static_cast<double>(x)) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\""
         << anchor << "\">" << escape(label) << "</text>\n";
   }

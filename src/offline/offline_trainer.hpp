@@ -127,7 +127,8 @@ class OfflineTrainer {
                                        const Kokkos::View<float*, memory_space>& loss) {
         if (reducers_.size() <= std::size_t(k)) reducers_.resize(std::size_t(k) + 1);
         if (!reducers_[k])
-          reducers_[k] = make_gradient_reducer<ExecSpace>(comm_, grads, loss, 1, reduction_transport_from_environment());
+          reducers_[k] =
+              make_gradient_reducer<ExecSpace>(comm_, grads, loss, 1, reduction_transport_from_environment());
         reducers_[k]->mean(s, grads, loss);
       });
       replicas_ = std::make_unique<ReplicaCheck<ExecSpace>>(comm_, agent_->state_buffers());

@@ -167,6 +167,11 @@ TEST_CASE("a market run logs the validation backtest each epoch and keeps the be
   CHECK(b.at("test") == nlohmann::json::parse(summary.best_evaluation->json()));
   CHECK(fs::exists(dir + "/evaluation_best_backtest.csv"));
   CHECK(fs::exists(dir + "/equity_best.svg"));
+  {
+    std::ifstream chart(dir + "/equity_best.svg");
+    const std::string svg((std::istreambuf_iterator<char>(chart)), std::istreambuf_iterator<char>());
+    CHECK_THAT(svg, Catch::Contains("(best weights, epoch "));  // told apart from equity.svg (the last weights)
+  }
   // The best model's test evaluation is the one-epoch run's, whose last
   // epoch is its best: its evaluation.json holds the same test metrics.
   if (best < 5) {

@@ -105,7 +105,8 @@ void report_market(const EvalArgs& args, const MarketSetup& data, const Evaluati
   const std::string name = output_stem(args.split + label, epoch, args.data);
   write_file_atomically(out + "/evaluation_" + name + ".json", report.json() + "\n");
   write_file_atomically(out + "/evaluation_" + name + "_backtest.csv", report.backtest_csv());
-  write_file_atomically(out + "/equity_" + name + ".svg", report.svg());
+  write_file_atomically(out + "/equity_" + name + ".svg",
+                        report.svg(label == "_best" ? "best weights, epoch " + std::to_string(epoch) : ""));
   std::cout << "wrote " << out << "/evaluation_" << name << ".json, evaluation_" << name << "_backtest.csv and equity_"
             << name << ".svg\n";
 }

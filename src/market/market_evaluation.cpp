@@ -143,22 +143,7 @@ EvaluationReport EvaluationReport::repriced(double new_cost) const {
   return out;
 }
 
-namespace {
-
-// Compounded returns over long test splits can reach astronomic values
-// (e.g. on a synthetic market): those print in scientific notation so the
-// columns stay aligned.
-std::string percent(double fraction) {
-  char text[32];
-  const double p = 100 * fraction;
-  if (std::isfinite(p) && std::fabs(p) >= 1e7)
-    std::snprintf(text, sizeof text, "%.3e%%", p);
-  else
-    std::snprintf(text, sizeof text, "%.2f%%", p);
-  return std::string(text);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string EvaluationReport::table() const {
   std::ostringstream out;
@@ -173,8 +158,9 @@ std::string EvaluationReport::table() const {
   for (const auto& s : strategies) {
     const auto& m = s.metrics;
     std::snprintf(line, sizeof line, "%-22s %12s %12s %8.2f %8.2f %10s %7ld %11.2f%% %10.4f %8.1f%%\n", s.name.c_str(),
-                  percent(m.total_return).c_str(), percent(m.gross_total_return).c_str(), m.sharpe, m.gross_sharpe,
-                  percent(m.cost_paid).c_str(), m.trades, 100 * m.max_drawdown, m.turnover, 100 * m.hit_rate);
+                  format_percent(m.total_return).c_str(), format_percent(m.gross_total_return).c_str(), m.sharpe,
+                  m.gross_sharpe, format_percent(m.cost_paid).c_str(), m.trades, 100 * m.max_drawdown, m.turnover,
+                  100 * m.hit_rate);
     out << line;
   }
   return out.str();
@@ -193,8 +179,8 @@ std::string cost_sensitivity_table(const EvaluationReport& report, const std::ve
     for (const auto& s : priced.strategies) {
       const auto& m = s.metrics;
       std::snprintf(line, sizeof line, "%9.4g  %-22s %12s %12s %8.2f %8.2f %10s %7ld\n", bps, s.name.c_str(),
-                    percent(m.total_return).c_str(), percent(m.gross_total_return).c_str(), m.sharpe, m.gross_sharpe,
-                    percent(m.cost_paid).c_str(), m.trades);
+                    format_percent(m.total_return).c_str(), format_percent(m.gross_total_return).c_str(), m.sharpe,
+                    m.gross_sharpe, format_percent(m.cost_paid).c_str(), m.trades);
       out << line;
     }
   }
@@ -271,7 +257,7 @@ std::string EvaluationReport::json() const {
   return j.dump(2);
 }
 
-std::string EvaluationReport::svg() const {
+std::string EvaluationReport::svg(const std::string& weights) const {
   std::vector<ChartSeries> series;
   for (const auto& s : strategies) series.push_back({s.name, s.equity});
   // The chart plots the backtest's equity (backtest_csv), one point before
@@ -296,8 +282,9 @@ std::string EvaluationReport::svg() const {
   const std::size_t bars_at = description.find(" bars ");
   const std::size_t slash = description.rfind('/', bars_at);
   if (bars_at != std::string::npos && slash != std::string::npos) description.erase(0, slash + 1);
-  return render_line_chart("Equity on " + description + ", net of costs", timestamps.empty() ? "bar" : "UTC",
-                           "equity (start = 1, log scale)", series, options);
+  return render_line_chart(
+      "Equity on " + description + ", net of costs" + (weights.empty() ? "" : " (" + weights + ")"),
+      timestamps.empty() ? "bar" : "UTC", "equity (start = 1, log scale)", series, options);
 }
 
 std::string EvaluationReport::backtest_csv() const {

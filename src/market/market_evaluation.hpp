@@ -75,7 +75,9 @@ struct EvaluationReport {
 
   std::string table() const;  ///< fixed-width text table
   std::string json() const;   ///< one JSON object
-  std::string svg() const;    ///< equity curves
+  /// Equity curves; `weights` (e.g. "best weights, epoch 7"), if given,
+  /// ends the title, for a report of other weights beside the run's last.
+  std::string svg(const std::string& weights = "") const;
   /// The agent's backtest, one row per bar: bar, timestamp, position,
   /// market, gross, cost and net log returns, and the net equity after the
   /// bar (1 before the first; the cumulative product of exp(net)).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace foxrl {
 
@@ -105,6 +106,16 @@ TradingMetrics backtest_metrics(const BacktestReturns& returns, const std::vecto
   m.gross_sharpe = annualised_sharpe(returns.gross, bars_per_year);
   m.cost_paid = cost;
   return m;
+}
+
+std::string format_percent(double fraction) {
+  char text[32];
+  const double p = 100 * fraction;
+  if (std::isfinite(p) && std::fabs(p) >= 1e7)
+    std::snprintf(text, sizeof text, "%.3e%%", p);
+  else
+    std::snprintf(text, sizeof text, "%.2f%%", p);
+  return std::string(text);
 }
 
 }  // namespace foxrl

@@ -52,4 +52,10 @@ TradingMetrics backtest_metrics(const BacktestReturns& returns, const std::vecto
 /// Equity curve exp(cumulative log return), starting at 1 before bar 0.
 std::vector<double> equity_curve(const std::vector<double>& log_returns);
 
+/// `fraction` as a percentage with two decimals ("-12.34%"); compounded
+/// returns that reach astronomic values (a synthetic market over a long
+/// split) print in scientific notation ("5.344e+55%") so table columns
+/// stay aligned.
+std::string format_percent(double fraction);
+
 }  // namespace foxrl

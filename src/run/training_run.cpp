@@ -443,7 +443,8 @@ void TrainingRun::evaluate_test_split(TrainingSummary& summary) {
   write_file_atomically(out + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
   write_file_atomically(out + "/equity.svg", summary.evaluation->svg());
   write_file_atomically(out + "/evaluation_best_backtest.csv", summary.best_evaluation->backtest_csv());
-  write_file_atomically(out + "/equity_best.svg", summary.best_evaluation->svg());
+  write_file_atomically(out + "/equity_best.svg",
+                        summary.best_evaluation->svg("best weights, epoch " + std::to_string(best_->epoch)));
 }
 
 }  // namespace foxrl

@@ -56,16 +56,6 @@ std::string date_text(std::int64_t t, std::int64_t bar_seconds) {
   return bar_seconds >= 86400 ? iso.substr(0, 10) : iso.substr(0, 10) + " " + iso.substr(11, 5);
 }
 
-std::string percent(double fraction) {
-  char text[32];
-  const double p = 100 * fraction;
-  if (std::isfinite(p) && std::fabs(p) >= 1e7)
-    std::snprintf(text, sizeof text, "%.3e%%", p);
-  else
-    std::snprintf(text, sizeof text, "%.2f%%", p);
-  return std::string(text);
-}
-
 nlohmann::json metrics_json(const TradingMetrics& m) {
   return {{"total_return", m.total_return},
           {"gross_total_return", m.gross_total_return},
@@ -133,8 +123,9 @@ std::string walk_forward_table(const WalkForwardContext& context, const std::vec
   const auto row = [&](const std::string& name, const std::string& train, const std::string& test, long bars,
                        const TradingMetrics& a, const TradingMetrics& h) {
     std::snprintf(line, sizeof line, "%-8s %-*s %-*s %7ld %12s %12s %8.2f %7ld %12s %8.2f\n", name.c_str(), width,
-                  train.c_str(), width, test.c_str(), bars, percent(a.total_return).c_str(),
-                  percent(a.gross_total_return).c_str(), a.sharpe, a.trades, percent(h.total_return).c_str(), h.sharpe);
+                  train.c_str(), width, test.c_str(), bars, format_percent(a.total_return).c_str(),
+                  format_percent(a.gross_total_return).c_str(), a.sharpe, a.trades,
+                  format_percent(h.total_return).c_str(), h.sharpe);
     out << line;
   };
   for (const auto& f : folds) {
@@ -145,8 +136,8 @@ std::string walk_forward_table(const WalkForwardContext& context, const std::vec
   if (!stitched.timestamps.empty()) {
     row("stitched", "", dates(stitched.timestamps.front(), stitched.timestamps.back()),
         static_cast<long>(stitched.timestamps.size()), stitched.agent_metrics, stitched.buy_and_hold_metrics);
-    out << "stitched out-of-sample: agent max drawdown " << percent(stitched.agent_metrics.max_drawdown)
-        << ", buy and hold max drawdown " << percent(stitched.buy_and_hold_metrics.max_drawdown)
+    out << "stitched out-of-sample: agent max drawdown " << format_percent(stitched.agent_metrics.max_drawdown)
+        << ", buy and hold max drawdown " << format_percent(stitched.buy_and_hold_metrics.max_drawdown)
         << " (each fold starts flat)\n";
   }
   return out.str();

@@ -36,13 +36,9 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "written by a run of 2 ranks, this run has 
 endif()
 mpi_run(2 success "resumed from the checkpoint of epoch 2.*Epoch 3 complete" 120
   ${CLI} train --resume --set out_dir=${OUT}/split --set epochs=3)
-foreach(f checkpoint.safetensors trainer_state.safetensors trainer_state.rank-1.safetensors)
-  set(h checkpoints/epoch-00000003/${f})
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/whole/${h} ${OUT}/split/${h} RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${f} differs between the uninterrupted and the resumed 2-rank run")
-  endif()
-endforeach()
+set(g checkpoints/epoch-00000003)
+expect_same_files(${OUT}/whole ${OUT}/split "the uninterrupted and the resumed 2-rank run"
+  ${g}/checkpoint.safetensors ${g}/trainer_state.safetensors ${g}/trainer_state.rank-1.safetensors)
 # Rank 0 refuses the directory (it holds a run) while rank 1 goes on to its
 # first all-reduce: both must end, with the usage error's code 2.
 mpi_run(2 failure "rank 0 of 2: out_dir '[^']*whole' already holds a run" 60
@@ -58,12 +54,8 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "single-process run: exit ${rc}: ${err}")
 endif()
 mpi_run(1 success "Epoch 2 complete" 60 ${common} --set epochs=2 --set out_dir=${OUT}/one)
-foreach(f checkpoint.safetensors trainer_state.safetensors)
-  set(h checkpoints/epoch-00000002/${f})
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/plain/${h} ${OUT}/one/${h} RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${f} differs between the single-process run and mpirun -np 1")
-  endif()
-endforeach()
+set(g checkpoints/epoch-00000002)
+expect_same_files(${OUT}/plain ${OUT}/one "the single-process run and mpirun -np 1"
+  ${g}/checkpoint.safetensors ${g}/trainer_state.safetensors)
 
 message("mpirun -np 2 foxrl train: rank 0 writes, resume bit-exact, rank count checked")

@@ -37,13 +37,9 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "written by a run of 2 ranks, this run has 
 endif()
 mpi_run(2 success "resumed from the checkpoint of epoch 2.*Epoch 3 complete" 120
   ${CLI} train-offline --resume --set out_dir=${OUT}/split --set epochs=3)
-foreach(f learner.safetensors guard.safetensors)
-  set(h checkpoints/epoch-00000003/${f})
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/whole/${h} ${OUT}/split/${h} RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${f} differs between the uninterrupted and the resumed 2-rank run")
-  endif()
-endforeach()
+set(g checkpoints/epoch-00000003)
+expect_same_files(${OUT}/whole ${OUT}/split "the uninterrupted and the resumed 2-rank run"
+  ${g}/learner.safetensors ${g}/guard.safetensors)
 
 # One rank: no gradient hook, no collectives: the single-process bytes.
 execute_process(COMMAND ${common} --set epochs=2 --set out_dir=${OUT}/plain RESULT_VARIABLE rc OUTPUT_QUIET
@@ -53,12 +49,8 @@ if(NOT rc EQUAL 0)
 endif()
 mpi_run(1 success "Epoch 2 complete" 60 ${common} --set epochs=2 --set out_dir=${OUT}/one)
 # (offline_checkpoint.json names out_dir, which differs between the two.)
-foreach(f learner.safetensors guard.safetensors)
-  set(h checkpoints/epoch-00000002/${f})
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/plain/${h} ${OUT}/one/${h} RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${f} differs between the single-process run and mpirun -np 1")
-  endif()
-endforeach()
+set(g checkpoints/epoch-00000002)
+expect_same_files(${OUT}/plain ${OUT}/one "the single-process run and mpirun -np 1"
+  ${g}/learner.safetensors ${g}/guard.safetensors)
 
 message("mpirun -np 2 foxrl train-offline: rank 0 writes, resume bit-exact, rank count checked")

@@ -35,3 +35,14 @@ function(mpi_run np expect regex timeout)
   set(MPI_RUN_OUTPUT "${all}" PARENT_SCOPE)
   set(MPI_RUN_RC "${rc}" PARENT_SCOPE)
 endfunction()
+
+# expect_same_files(<dir a> <dir b> <what> <relative paths...>): fails the
+# test naming <what> unless each path holds the same bytes under both.
+function(expect_same_files a b what)
+  foreach(h ${ARGN})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${a}/${h} ${b}/${h} RESULT_VARIABLE differ)
+    if(differ)
+      message(FATAL_ERROR "${h} differs between ${what}")
+    endif()
+  endforeach()
+endfunction()

@@ -68,7 +68,7 @@ BestModelStore::BestModelStore(std::string run_dir) : store_(std::move(run_dir),
 
 std::string BestModelStore::publish(const BestModel& best, const std::function<void(const std::string&)>& write_model,
                                     const std::vector<std::int64_t>& referenced) const {
-  const std::string path = store_.publish(
+  std::string path = store_.publish(
       best.epoch,
       [&](const std::string& dir) {
         write_model(dir);

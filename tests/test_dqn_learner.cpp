@@ -392,7 +392,12 @@ TEMPLATE_TEST_CASE("a full update runs on the context's instance", "[learner][au
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
-    foxrl::DqnLearner<Exec> learner(space, small_config(backend));
+    auto config = small_config(backend);
+    // The Kokkos launches of the sequence; the fused CUDA kernels
+    // (kernels/cuda/) go to the instance's stream by construction and are
+    // not Kokkos launches the tools could see.
+    config.fused_update = false;
+    foxrl::DqnLearner<Exec> learner(space, config);
     const auto batch = to_device(space, foxrl::test::random_batch(32, 5, 3, 1));
     Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 40);
     auto states = foxrl::test::to_device(space, foxrl::test::random_batch(40, 5, 3, 2).states, 40, 5);
@@ -431,6 +436,9 @@ TEMPLATE_TEST_CASE("update() (a CUDA graph replay there) gives the split path's 
     auto config = small_config(backend);
     config.target_update_every = 3;  // two graphs: with and without the hard copy
     config.max_grad_norm = 1.0f;
+    // The graph of the launch sequence; the fused update (one launch, to
+    // rounding of the sequence) has its own tests (test_fused_small_update.cpp).
+    config.fused_update = false;
     foxrl::DqnLearner<Exec> graphed(space, config), split(space, config);
     // Two batches in turn: each set of buffers is its own graph.
     const auto first = to_device(space, foxrl::test::random_batch(32, 5, 3, 11));

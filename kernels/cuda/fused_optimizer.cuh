@@ -17,6 +17,7 @@
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
 #include "core/error.hpp"
+#include "kernels/cuda/check_cuda.cuh"
 #include "kernels/nn/adam.hpp"
 
 #include <cooperative_groups.h>
@@ -93,15 +94,52 @@ __device__ void finish_in_block(const Finish& finish, float total, float total_b
 /// (the step's scalars, handed from block 0 to every thread).
 constexpr std::size_t fused_optimizer_extra_floats = 16;
 
+/// No work before the decision (the plain optimizer step).
+struct NothingBeforeDecision {
+  __device__ void operator()(float* /*shared*/) const {}
+};
+
+/// Steps 2 and 3 of an optimizer step whose blocks have each stored their
+/// (sum g^2, non-finite count) pair in partials[2 b], [2 b + 1]: a grid
+/// barrier; block 0 runs `before(shared)` with all its threads (work the
+/// decision depends on, e.g. the loss's metrics), adds the blocks' sums in
+/// a fixed order (each thread a stripe, then the block's tree), takes the
+/// decision and derives the step's scalars once (two double-precision
+/// powers: per thread, as the portable launch derives them, they cost more
+/// than the pass); a second barrier; then clip + Adam + target update (or
+/// the guard's verdict), as the portable adam_update does it, with this
+/// grid's threads. `partials` holds 2 x gridDim.x +
+/// fused_optimizer_extra_floats floats.
+template <class Finish, class Step, class Before>
+__device__ void decide_then_step(const cooperative_groups::grid_group& grid, float* partials, const Finish& finish,
+                                 const Step& step, const Before& before, float* shared) {
+  grid.sync();
+  if (blockIdx.x == 0) {
+    before(shared);
+    float total = 0.0f, total_bad = 0.0f;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+      total += partials[2 * b];
+      total_bad += partials[2 * b + 1];
+    }
+    total = block_sum(total, shared);
+    total_bad = block_sum(total_bad, shared);
+    // block_sum leaves the totals in thread 0, which alone decides.
+    finish_in_block(finish, total, total_bad);
+    if (threadIdx.x == 0) *reinterpret_cast<typename Step::Scalars*>(partials + 2 * gridDim.x) = step.scalars();
+  }
+  grid.sync();
+  const auto scalars = *reinterpret_cast<const typename Step::Scalars*>(partials + 2 * gridDim.x);
+  const std::size_t id = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id < step.threads) step.apply(id, scalars);
+}
+
 /// The fused step; see the file comment. `partials` holds 2 x gridDim.x +
 /// fused_optimizer_extra_floats floats.
 template <class Finish, class Step>
 __global__ void __launch_bounds__(fused_optimizer_block)
     fused_optimizer_kernel(const float* grads, const float* params, std::size_t n, float* partials, Finish finish,
                            Step step) {
-  namespace cg = cooperative_groups;
   __shared__ float shared[fused_optimizer_block / 32];
-  const cg::grid_group grid = cg::this_grid();
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t id = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
 
@@ -118,30 +156,8 @@ __global__ void __launch_bounds__(fused_optimizer_block)
     partials[2 * blockIdx.x] = sq;
     partials[2 * blockIdx.x + 1] = bad;
   }
-  grid.sync();
-
-  // 2. One block adds the blocks' sums (each thread a fixed stripe, then
-  // the block's tree) and takes the guard's decision.
-  if (blockIdx.x == 0) {
-    float total = 0.0f, total_bad = 0.0f;
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
-      total += partials[2 * b];
-      total_bad += partials[2 * b + 1];
-    }
-    total = block_sum(total, shared);
-    total_bad = block_sum(total_bad, shared);
-    // block_sum leaves the totals in thread 0, which alone decides.
-    finish_in_block(finish, total, total_bad);
-    // The step's scalars once (two double-precision powers: per thread,
-    // as the portable launch derives them, they cost more than the pass).
-    if (threadIdx.x == 0) *reinterpret_cast<typename Step::Scalars*>(partials + 2 * gridDim.x) = step.scalars();
-  }
-  grid.sync();
-
-  // 3. Clip + Adam + target update (or the guard's verdict), as the portable
-  // adam_update does it, with this grid's threads.
-  const auto scalars = *reinterpret_cast<const typename Step::Scalars*>(partials + 2 * gridDim.x);
-  if (id < step.threads) step.apply(id, scalars);
+  // 2. and 3.
+  decide_then_step(cooperative_groups::this_grid(), partials, finish, step, NothingBeforeDecision(), shared);
 }
 
 /// The most blocks of fused_optimizer_kernel<Finish, Step> the launch uses:
@@ -201,12 +217,9 @@ void fused_optimizer_step(const Kokkos::Cuda& space, const FlatParams<MemorySpac
   const float* g = grads.data();
   const float* p = params.extent(0) ? params.data() : nullptr;
   void* args[] = {&g, &p, const_cast<std::size_t*>(&n), &partials, const_cast<Finish*>(&finish), &step};
-  const cudaError_t status =
-      cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fused_optimizer_kernel<Finish, Step>), dim3(blocks),
-                                  dim3(fused_optimizer_block), args, 0, space.cuda_stream());
-  if (status != cudaSuccess)
-    throw Error(std::string("foxrl::kernels::cuda::fused_optimizer_step: launch failed: ") +
-                cudaGetErrorString(status));
+  check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fused_optimizer_kernel<Finish, Step>),
+                                         dim3(blocks), dim3(fused_optimizer_block), args, 0, space.cuda_stream()),
+             "foxrl::kernels::cuda::fused_optimizer_step: launch failed");
 }
 
 }  // namespace cuda

@@ -28,6 +28,42 @@ enum class LossKind {
 
 namespace kernels {
 
+/// One row's part of the loss: the TD error of the double-DQN n-step target
+/// and the per-sample loss and its derivative in the TD error.
+struct DqnRowLoss {
+  float q = 0.0f;       ///< Q_online(s, a)
+  float abs_td = 0.0f;  ///< |Q(s, a) - y|
+  float loss = 0.0f;    ///< Huber (delta 1) or squared TD error, unweighted
+  float dloss = 0.0f;   ///< d loss / d td
+};
+
+/// Row `i` of the three head outputs ([rows, 1 + A] each, any type with
+/// operator()(row, col)): a* = argmax_a Q_online(s', a), y = reward +
+/// discount Q_target(s', a*), td = Q_online(s, action) - y. The loss
+/// kernel and the fused small-network update (kernels/cuda/) share it, so
+/// both form the same target and loss from the same head outputs.
+template <class HeadS, class HeadNext, class HeadTarget>
+KOKKOS_INLINE_FUNCTION DqnRowLoss dqn_row_loss(const HeadS& online_s, const HeadNext& online_next,
+                                               const HeadTarget& target_next, int i, int action, int num_actions,
+                                               float reward, float discount, LossKind kind) {
+  DqnRowLoss r;
+  r.q = dueling_q(online_s(i, 0), online_s(i, 1 + action), advantage_mean(online_s, i, num_actions));
+  const int a_star = greedy_action(online_next, i, num_actions, advantage_mean(online_next, i, num_actions));
+  const float q_next =
+      dueling_q(target_next(i, 0), target_next(i, 1 + a_star), advantage_mean(target_next, i, num_actions));
+  const float y = reward + discount * q_next;
+  const float td = r.q - y;
+  r.abs_td = math::fabs(td);
+  if (kind == LossKind::huber) {
+    r.loss = r.abs_td <= 1.0f ? 0.5f * td * td : r.abs_td - 0.5f;
+    r.dloss = td > 1.0f ? 1.0f : (td < -1.0f ? -1.0f : td);
+  } else {
+    r.loss = td * td;
+    r.dloss = 2.0f * td;
+  }
+  return r;
+}
+
 /// The loss kernel's inputs and outputs. All head Views are [B, 1 + A].
 template <class MemorySpace>
 struct DqnLossArgs {
@@ -101,23 +137,9 @@ struct DqnLossFunctor {
     float loss_sum = 0.0f, q_sum = 0.0f, td_sum = 0.0f;
     for (int i = begin + rank; i < end; i += size) {
       const int a = args.actions(i);
-      const float q =
-          dueling_q(args.online_s(i, 0), args.online_s(i, 1 + a), advantage_mean(args.online_s, i, num_actions));
-      const int a_star =
-          greedy_action(args.online_next, i, num_actions, advantage_mean(args.online_next, i, num_actions));
-      const float q_next = dueling_q(args.target_next(i, 0), args.target_next(i, 1 + a_star),
-                                     advantage_mean(args.target_next, i, num_actions));
-      const float y = args.rewards(i) + args.discounts(i) * q_next;
-      const float td = q - y;
-      const float abs_td = math::fabs(td);
-      float l, dl;
-      if (args.loss == LossKind::huber) {
-        l = abs_td <= 1.0f ? 0.5f * td * td : abs_td - 0.5f;
-        dl = td > 1.0f ? 1.0f : (td < -1.0f ? -1.0f : td);
-      } else {
-        l = td * td;
-        dl = 2.0f * td;
-      }
+      const DqnRowLoss r = dqn_row_loss(args.online_s, args.online_next, args.target_next, i, a, num_actions,
+                                        args.rewards(i), args.discounts(i), args.loss);
+      const float q = r.q, abs_td = r.abs_td, l = r.loss, dl = r.dloss;
       const float w = args.is_weights(i);
       const float g = w * dl * inv_b;
       args.d_head(i, 0) = g;

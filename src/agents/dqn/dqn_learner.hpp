@@ -15,7 +15,10 @@
 //     target copies follow a host-side update counter.
 // No host sync and no allocation inside update(). On CUDA, update() without
 // a gradient hook replays its launches as a CUDA graph (core/stream_graph.hpp):
-// the same kernels with the same arguments, so the same results.
+// the same kernels with the same arguments, so the same results. On CUDA
+// with the blas backend in fp32, a network whose two copies fit one
+// block's shared memory takes the whole update() in one launch instead
+// (kernels/cuda/fused_small_update.cuh; fused_update() says whether).
 // docs/design.md lists the launches of both dense backends.
 
 #include "agents/dqn/dqn_checkpoint.hpp"
@@ -41,8 +44,14 @@
 
 #include <Kokkos_Core.hpp>
 
+#ifdef KOKKOS_ENABLE_CUDA
+#include "kernels/cuda/fused_small_forward.cuh"
+#include "kernels/cuda/fused_small_update.cuh"
+#endif
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -79,6 +88,11 @@ struct DqnLearnerConfig {
   /// CUDA: replay update() as a CUDA graph (core/stream_graph.hpp); results
   /// are the same either way.
   bool cuda_graphs = true;
+  /// CUDA, blas backend, fp32: run update() as one launch when the network
+  /// fits (kernels/cuda/fused_small_update.cuh); FOXRL_CUDA_FUSED=0 in the
+  /// environment turns it off as well. Results agree with the launch
+  /// sequence to rounding.
+  bool fused_update = true;
 
   AdamHyper adam() const {
     AdamHyper h;
@@ -174,6 +188,7 @@ class DqnLearner {
                                        {"adam_v", adam_.v(), true}},
                                       adam_.step(), config_.guard);
     guard_.snapshot(space, true);
+    plan_fused_update(space);
   }
 
   /// One gradient step on `batch` (size <= max_batch), all on `space`:
@@ -201,10 +216,31 @@ class DqnLearner {
                                 static_cast<std::uintptr_t>(batch.size()),
                                 static_cast<std::uintptr_t>(tau_bits(tau))};
     graphs_->run(space, key, [&] {
+      if (fused_update_) {
+        launch_fused_update(space, batch, tau);
+        return;
+      }
       launch_gradients(space, batch);
       launch_apply(space, tau);
     });
     ++updates_;
+  }
+
+  /// Whether update() runs as one fused launch (see the file comment).
+  bool fused_update() const { return fused_update_; }
+  /// Why update() does not run fused (empty when it does, or when it was
+  /// not asked for or this is no CUDA build).
+  const std::string& fused_update_unfit() const { return fused_unfit_; }
+
+  /// Whether an inference forward of `rows` rows runs as one fused launch
+  /// (kernels/cuda/fused_small_forward.cuh): where update() is fused, for
+  /// up to small_forward_max_rows rows.
+  bool fused_forward([[maybe_unused]] int rows) const {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
+      return fused_forward_ && rows > 0 && rows <= kernels::cuda::small_forward_max_rows;
+#endif
+    return false;
   }
 
   /// Graph replays of update() so far (0 off CUDA or with graphs off).
@@ -310,6 +346,74 @@ class DqnLearner {
                          blas ? HeadBiasGrad::given : HeadBiasGrad::compute);
   }
 
+  /// Decides whether update() runs fused and allocates what that needs.
+  void plan_fused_update([[maybe_unused]] const ExecSpace& space) {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+      const char* env = std::getenv("FOXRL_CUDA_FUSED");
+      if (!config_.fused_update || (env != nullptr && std::strcmp(env, "0") == 0) ||
+          config_.dense_backend != DenseBackend::blas || config_.matmul_precision != MatmulPrecision::fp32)
+        return;
+      using Finish = decltype(guard_.decision(metrics_));
+      using Step = decltype(adam_step(0.0f));
+      fused_unfit_ = kernels::cuda::small_update_unfit<Finish, Step>(layout_, config_.max_batch);
+      if (!fused_unfit_.empty()) return;
+      // No batch up to max_batch takes more blocks than the largest one
+      // (or small_update_max_blocks, below the shared-memory cap).
+      fused_blocks_ = std::max(
+          kernels::cuda::small_update_max_blocks,
+          kernels::cuda::plan_small_update(layout_, config_.max_batch, kernels::cuda::small_update_shared_limit())
+              .blocks);
+      // Zero-initialised: the kernel never writes the layout's padding of
+      // a partial, and sums the whole flat buffer.
+      fused_grad_partials_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::fused_grad_partials"),
+                                    std::size_t(fused_blocks_) * layout_.total);
+      fused_sums_ = vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::fused_sums"),
+                           5 * std::size_t(fused_blocks_) + kernels::cuda::fused_optimizer_extra_floats);
+      fused_update_ = true;
+      fused_forward_ = kernels::cuda::small_forward_fits(layout_);
+    }
+#endif
+  }
+
+  /// The optimizer step's per-element work with target update `tau`.
+  auto adam_step(float tau) const {
+    return kernels::make_adam_step<ExecSpace>(adam_.hyper(), online_.flat, grads_, adam_.m(), adam_.v(), adam_.step(),
+                                              metrics_, target_.fused(tau), guard_.step(td_errors_));
+  }
+
+  /// update()'s one launch (fused_update(); no host state changes).
+  void launch_fused_update([[maybe_unused]] const ExecSpace& space, [[maybe_unused]] const Batch<memory_space>& batch,
+                           [[maybe_unused]] float tau) {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+      kernels::cuda::SmallUpdateArgs a;
+      a.plan = kernels::cuda::plan_small_update(layout_, batch.size(), kernels::cuda::small_update_shared_limit());
+      a.online = online_.flat.data();
+      a.target = target_.params().flat.data();
+      a.grads = grads_.data();
+      a.grad_partials = fused_grad_partials_.data();
+      a.states = batch.states.data();
+      a.states_ld = static_cast<int>(batch.states.stride(0));
+      a.next_states = batch.next_states.data();
+      a.next_states_ld = static_cast<int>(batch.next_states.stride(0));
+      a.actions = batch.actions.data();
+      a.rewards = batch.rewards.data();
+      a.discounts = batch.discounts.data();
+      a.is_weights = batch.is_weights.data();
+      a.loss = config_.loss;
+      a.td_errors = td_errors_.data();
+      a.metrics = metrics_.data();
+      a.metric_partials = fused_sums_.data();
+      a.norm_partials = fused_sums_.data() + 3 * fused_blocks_;
+      a.adam_step = adam_.step().data();
+      kernels::cuda::fused_small_update(space, a, guard_.decision(metrics_), adam_step(tau));
+      return;
+    }
+#endif
+    throw LogicError("foxrl::DqnLearner: the fused update is a CUDA path");
+  }
+
   /// apply_gradients' launches with target update `tau` (no host state
   /// changes: update() may replay them as a graph).
   void launch_apply(const ExecSpace& space, float tau) {
@@ -336,7 +440,7 @@ class DqnLearner {
       throw LogicError("foxrl::DqnLearner::greedy_actions: actions_out must have " + std::to_string(states.extent(0)) +
                        " rows");
     const int R = infer(space, states, "greedy_actions", actions_out.data());
-    if (!online_net_.fuses_greedy())
+    if (!fused_forward(R) && !online_net_.fuses_greedy())
       kernels::dueling_q_values(space, matrix_rows(online_net_.output(), 0, R), MutableMatrix<memory_space>(),
                                 actions_out);
   }
@@ -430,8 +534,33 @@ class DqnLearner {
     if (states.extent(1) != std::size_t(layout_.obs_dim))
       throw LogicError(std::string("foxrl::DqnLearner::") + what + ": states have " + std::to_string(states.extent(1)) +
                        " columns, obs_dim is " + std::to_string(layout_.obs_dim));
+    if (fused_forward(R)) {
+      launch_fused_forward(space, states, greedy);
+      return R;
+    }
     online_net_.forward(space, online_.flat, states, {}, greedy);
     return R;
+  }
+
+  void launch_fused_forward([[maybe_unused]] const ExecSpace& space,
+                            [[maybe_unused]] const ConstMatrix<memory_space>& states,
+                            [[maybe_unused]] std::int32_t* greedy) {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+      const auto& head = online_net_.output();
+      kernels::cuda::SmallForwardArgs a;
+      a.plan = kernels::cuda::plan_small_forward(layout_, static_cast<int>(states.extent(0)));
+      a.params = online_.flat.data();
+      a.states = states.data();
+      a.states_ld = static_cast<int>(states.stride(0));
+      a.head = head.data();
+      a.head_ld = static_cast<int>(head.stride(0));
+      a.greedy = greedy;
+      kernels::cuda::fused_small_forward(space, a);
+      return;
+    }
+#endif
+    throw LogicError("foxrl::DqnLearner: the fused forward is a CUDA path");
   }
 
   DqnLearnerConfig config_;
@@ -450,6 +579,11 @@ class DqnLearner {
   GradientHook hook_;
   std::int64_t updates_ = 0;
   bool gradients_pending_ = false;
+  bool fused_update_ = false;
+  bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
+  int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
+  std::string fused_unfit_;
+  vector fused_grad_partials_, fused_sums_;  ///< the fused update's partial gradients and block sums
 };
 
 }  // namespace foxrl

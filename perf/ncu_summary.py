@@ -15,10 +15,20 @@ HBM_BYTES_PER_US = 4.8e12 / 1e6
 
 
 def short_name(name):
-    # Kokkos kernels carry the functor or lambda in the template arguments.
+    # Kokkos kernels carry the functor or lambda in the template arguments;
+    # some ncu versions drop the outer namespace (foxrl::) when they
+    # demangle, so the functor, the function around a lambda or the
+    # hand-written kernel is looked for without it too.
     m = re.search(r"foxrl::[A-Za-z_:]+[A-Za-z_]", name)
     if m:
         return m.group(0)
+    m = re.search(r"Parallel(?:For|Reduce|Scan)<(?:void )?((?:[A-Za-z_]+::)*[A-Za-z_]+)(<[^<>]*(?:<[^<>]*>[^<>]*)*>)?"
+                  r"(::[a-z_]+)?", name)
+    if m:
+        return m.group(1) + (m.group(3) or "")
+    m = re.match(r"void ((?:[A-Za-z_]+::)*[A-Za-z_]+_kernel)", name)
+    if m:
+        return m.group(1)
     return re.sub(r"\(.*", "", name)[:70]
 
 

@@ -137,6 +137,18 @@ TEST_CASE("a seed study of 2 seeds on the synthetic market writes each seed's ru
   // The synthetic market is generated from the seed: no seed-averaged test.
   CHECK(study.at("seed_averaged").at("same_bars") == false);
   CHECK_THAT(lines.text, Catch::Contains("The seeds evaluated different bars"));
+  // Each seed kept its best weights (a validation split): their report
+  // follows, its numbers each seed's evaluation.json "best" section.
+  REQUIRE(study.contains("best_weights"));
+  const auto& best = study.at("best_weights");
+  for (int k = 0; k < 2; ++k) {
+    const auto evaluation = read_json(dir + "/seed_" + std::to_string(k + 1) + "/evaluation.json");
+    const auto& row = best.at("per_seed").at(static_cast<std::size_t>(k));
+    CHECK(row.at("best_epoch") == evaluation.at("best").at("epoch"));
+    CHECK(row.at("agent").at("net_total_return").get<double>() ==
+          evaluation.at("best").at("test").at("strategies").at(0).at("total_return").get<double>());
+  }
+  CHECK_THAT(lines.text, Catch::Contains("the best weights of each seed's run"));
 
   // A seed's run is the run a lone TrainingRun with that seed writes.
   const std::string alone = scratch_dir("alone");

@@ -218,7 +218,8 @@ void market_conclusions(StudyReport& r) {
 std::string market_table(const StudyReport& r) {
   std::ostringstream out;
   const auto& first = r.market.front();
-  out << "seed study: " << r.market.size() << " seeds of the market on " << first.split << "\n";
+  out << "seed study: " << r.market.size() << " seeds of the market on " << first.split
+      << (r.weights == StudyWeights::best ? ", best weights" : "") << "\n";
   out << "per seed (the agent net of costs; buy and hold on the seed's bars; Sharpe - B&H with its 95% "
          "stationary-bootstrap interval and two-sided p):\n";
   out << pad("seed", 6) << pad("net return", 12) << pad("gross return", 14) << pad("Sharpe", 9)
@@ -273,12 +274,35 @@ std::string cartpole_table(const StudyReport& r) {
 
 }  // namespace
 
-SeedMarketResult read_seed_market_result(std::uint64_t seed, const std::string& dir) {
+bool has_best_weights(const std::string& dir) {
+  const std::string path = dir + "/evaluation.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  try {
+    const nlohmann::json j = parse_strict_json(read_text(path), path);
+    return j.is_object() && j.contains("best") && j.at("best").is_object();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+SeedMarketResult read_seed_market_result(std::uint64_t seed, const std::string& dir, StudyWeights weights) {
   SeedMarketResult s;
   s.seed = seed;
   s.dir = dir;
-  const std::string json_path = dir + "/evaluation.json", csv_path = dir + "/evaluation_backtest.csv";
-  const nlohmann::json j = parse_strict_json(read_text(json_path), json_path);
+  const bool best = weights == StudyWeights::best;
+  const std::string csv_path = dir + (best ? "/evaluation_best_backtest.csv" : "/evaluation_backtest.csv");
+  std::string json_path = dir + "/evaluation.json";
+  const nlohmann::json file = parse_strict_json(read_text(json_path), json_path);
+  nlohmann::json j = file;
+  if (best) {
+    // The best weights' test evaluation, as the run wrote it beside the last one.
+    if (!file.contains("best") || !file.at("best").is_object() || !file.at("best").contains("test"))
+      throw Error(json_path + ": no 'best' section with a 'test' evaluation (the run kept no best weights)");
+    s.best_epoch = static_cast<std::int64_t>(number_at(file.at("best"), "epoch", json_path));
+    j = file.at("best").at("test");
+    json_path += " (best.test)";
+  }
   if (!j.contains("strategies") || !j.at("strategies").is_array() || j.at("strategies").empty()) {
     throw Error(json_path + ": no strategies");
   }
@@ -366,10 +390,12 @@ AcrossSeeds summarize_across_seeds(const std::vector<double>& values, const Boot
 }
 
 StudyReport build_study_report(EnvKind env, const std::string& out_dir, const std::vector<std::uint64_t>& seeds,
-                               const std::vector<std::string>& dirs, const BootstrapSettings& settings) {
+                               const std::vector<std::string>& dirs, const BootstrapSettings& settings,
+                               StudyWeights weights) {
   if (seeds.empty() || seeds.size() != dirs.size()) throw LogicError("build_study_report: one directory per seed");
   StudyReport r;
   r.env = env;
+  r.weights = weights;
   r.out_dir = out_dir;
   r.seeds = seeds;
   r.settings = settings;
@@ -386,7 +412,7 @@ StudyReport build_study_report(EnvKind env, const std::string& out_dir, const st
     return r;
   }
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    r.market.push_back(read_seed_market_result(seeds[i], dirs[i]));
+    r.market.push_back(read_seed_market_result(seeds[i], dirs[i], weights));
     const auto& s = r.market.back();
     r.versus_buy_and_hold.push_back(sharpe_difference_test(s.agent_net, s.buy_and_hold_net, s.bars_per_year, settings,
                                                            kStreamSeedVersusBuyAndHold + seeds[i]));
@@ -415,12 +441,24 @@ StudyReport build_study_report(EnvKind env, const std::string& out_dir, const st
                                                     first.bars_per_year, settings, kStreamAveragedVersusZero);
   }
   market_conclusions(r);
+  if (weights == StudyWeights::last &&
+      std::all_of(dirs.begin(), dirs.end(), [](const std::string& d) { return has_best_weights(d); })) {
+    // The same draws as the last weights' report (the same streams): the
+    // two reports differ only by the weights they evaluate.
+    r.best_weights = std::make_shared<const StudyReport>(
+        build_study_report(env, out_dir, seeds, dirs, settings, StudyWeights::best));
+  }
   return r;
 }
 
 std::string StudyReport::table() const {
   std::string out = env == EnvKind::cartpole ? cartpole_table(*this) : market_table(*this);
   for (const auto& c : conclusions) out += c + "\n";
+  if (best_weights) {
+    out += "\nthe best weights of each seed's run (by its validation score; epoch";
+    for (const auto& s : best_weights->market) out += " " + std::to_string(s.best_epoch);
+    out += "):\n" + best_weights->table();
+  }
   return out;
 }
 
@@ -466,6 +504,7 @@ std::string StudyReport::json() const {
                                {"agent", metrics_json(s.agent)},
                                {"buy_and_hold", metrics_json(s.buy_and_hold)},
                                {"sharpe_versus_buy_and_hold", test_json(versus_buy_and_hold[i])}});
+      if (weights == StudyWeights::best) j["per_seed"].back()["best_epoch"] = s.best_epoch;
     }
     for (const auto& [key, a] : metrics) j["aggregate"]["agent"][key] = across_json(a);
     j["seed_averaged"]["same_bars"] = same_bars;
@@ -476,6 +515,14 @@ std::string StudyReport::json() const {
     }
   }
   j["conclusions"] = conclusions;
+  if (env == EnvKind::market) j["weights"] = weights == StudyWeights::best ? "best" : "last";
+  if (best_weights) {
+    // The best weights' report without what the two share (versions,
+    // bootstrap settings, seeds).
+    nlohmann::json b = nlohmann::json::parse(best_weights->json());
+    for (const char* shared : {"foxrl_version", "foxrl_commit", "env", "seeds", "bootstrap"}) b.erase(shared);
+    j["best_weights"] = b;
+  }
   return j.dump(2);
 }
 

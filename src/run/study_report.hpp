@@ -13,8 +13,11 @@
 // synthetic market is generated from the seed, so its seeds trade
 // different bars), the seed-averaged per-bar net returns (the mean over
 // the seeds of each bar's net log return) are tested against buy and hold
-// and against zero. CartPole: the last epoch's mean return of the last 100
-// episodes, across seeds.
+// and against zero. When every seed's run also kept its best weights (a
+// validation split: evaluation.json's "best" section and
+// evaluation_best_backtest.csv), the same report of the best weights
+// follows, as `best_weights`. CartPole: the last epoch's mean return of the
+// last 100 episodes, across seeds.
 //
 // Every interval and p-value draws from its own stream of the settings'
 // seed (BootstrapRng), so a study's report is reproducible from its run
@@ -26,17 +29,23 @@
 #include "market/trading_metrics.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace foxrl {
 
+/// Which weights of each seed's run a study reports: the last (the run's
+/// final checkpoint) or the best (by the run's validation score).
+enum class StudyWeights { last, best };
+
 /// One seed's market evaluation as its run directory records it.
 struct SeedMarketResult {
   std::uint64_t seed = 0;
   std::string dir;
-  std::string split;  ///< evaluation.json "split"
+  std::int64_t best_epoch = 0;  ///< best weights: the epoch they come from
+  std::string split;            ///< evaluation.json "split"
   long bars = 0;
   double cost = 0;  ///< per unit of position change
   double bars_per_year = 0;
@@ -48,10 +57,17 @@ struct SeedMarketResult {
   std::vector<double> buy_and_hold_net;  ///< per bar: long from the first bar, its entry cost on it
 };
 
-/// Reads `dir`/evaluation.json and `dir`/evaluation_backtest.csv; Error
-/// naming the file when one is missing, malformed, or the two disagree
-/// (the backtest's net returns must compound to the reported net return).
-SeedMarketResult read_seed_market_result(std::uint64_t seed, const std::string& dir);
+/// Reads `dir`/evaluation.json and `dir`/evaluation_backtest.csv (the best
+/// weights: evaluation.json's "best" test section and
+/// evaluation_best_backtest.csv); Error naming the file when one is
+/// missing, malformed, or the two disagree (the backtest's net returns must
+/// compound to the reported net return).
+SeedMarketResult read_seed_market_result(std::uint64_t seed, const std::string& dir,
+                                         StudyWeights weights = StudyWeights::last);
+
+/// Whether `dir`/evaluation.json has a "best" section (the run kept best
+/// weights); false when the file is missing or unreadable.
+bool has_best_weights(const std::string& dir);
 
 /// One seed's CartPole run: its last epoch record in metrics.jsonl.
 struct SeedCartPoleResult {
@@ -100,13 +116,20 @@ struct StudyReport {
   /// Plain sentences: what is and is not distinguishable at the 5% level.
   std::vector<std::string> conclusions;
 
+  /// Market, when every seed kept best weights: the same report of them
+  /// (its own per-seed rows, spread, tests and conclusions).
+  StudyWeights weights = StudyWeights::last;
+  std::shared_ptr<const StudyReport> best_weights;
+
   std::string table() const;  ///< per-seed rows, the spread across seeds, the conclusions
   std::string json() const;   ///< study.json
 };
 
 /// The report of the runs in `dirs` (one per seed, in the order of
-/// `seeds`), of kind `env`.
+/// `seeds`), of kind `env`, of their `weights`; a report of the last weights
+/// carries the best weights' report when every seed has one.
 StudyReport build_study_report(EnvKind env, const std::string& out_dir, const std::vector<std::uint64_t>& seeds,
-                               const std::vector<std::string>& dirs, const BootstrapSettings& settings);
+                               const std::vector<std::string>& dirs, const BootstrapSettings& settings,
+                               StudyWeights weights = StudyWeights::last);
 
 }  // namespace foxrl

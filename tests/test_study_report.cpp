@@ -66,6 +66,17 @@ std::vector<double> net_returns(const foxrl::MarketSeries& series, int first, co
   return net;
 }
 
+/// Overwrites the first bar's net log return of the backtest CSV at `path`
+/// with 0.5, so that it no longer compounds to its evaluation.json.
+void break_first_net_return(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto row = text.find('\n', text.find('\n') + 1);             // end of the first bar's row
+  const auto comma = text.rfind(',', text.rfind(',', row - 1) - 1);  // before its net return
+  text.replace(comma + 1, text.rfind(',', row - 1) - comma - 1, "0.5");
+  foxrl::write_file_atomically(path, text);
+}
+
 std::vector<double> random_positions(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<double> p(n);
@@ -129,14 +140,7 @@ TEST_CASE("seeds on the same bars: the seed-averaged returns are tested against 
   CHECK(report.best_weights == nullptr);  // no run kept best weights
 
   // A backtest that does not compound to its evaluation.json is refused.
-  {
-    std::ifstream in(dirs[0] + "/evaluation_backtest.csv");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto row = text.find('\n', text.find('\n') + 1);             // end of the first bar's row
-    const auto comma = text.rfind(',', text.rfind(',', row - 1) - 1);  // before its net return
-    text.replace(comma + 1, text.rfind(',', row - 1) - comma - 1, "0.5");
-    foxrl::write_file_atomically(dirs[0] + "/evaluation_backtest.csv", text);
-  }
+  break_first_net_return(dirs[0] + "/evaluation_backtest.csv");
   CHECK_THROWS_WITH(foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3, 4, 5}, dirs, settings),
                     Catch::Contains(dirs[0] + "/evaluation_backtest.csv") && Catch::Contains("compound"));
   fs::remove_all(root);
@@ -207,14 +211,7 @@ TEST_CASE("seeds that kept best weights: the study reports them the same way, be
   CHECK(foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3}, dirs, settings).best_weights == nullptr);
 
   // A best backtest that disagrees with its evaluation is refused by name.
-  {
-    std::ifstream in(dirs[0] + "/evaluation_best_backtest.csv");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto row = text.find('\n', text.find('\n') + 1);
-    const auto comma = text.rfind(',', text.rfind(',', row - 1) - 1);
-    text.replace(comma + 1, text.rfind(',', row - 1) - comma - 1, "0.5");
-    foxrl::write_file_atomically(dirs[0] + "/evaluation_best_backtest.csv", text);
-  }
+  break_first_net_return(dirs[0] + "/evaluation_best_backtest.csv");
   CHECK_THROWS_WITH(foxrl::read_seed_market_result(1, dirs[0], foxrl::StudyWeights::best),
                     Catch::Contains(dirs[0] + "/evaluation_best_backtest.csv") && Catch::Contains("compound"));
   fs::remove_all(root);

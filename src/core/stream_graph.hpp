@@ -24,13 +24,12 @@
 // sees exactly the launches that are captured when no tool is attached.
 // FOXRL_CUDA_GRAPHS=0 in the environment turns the graphs off.
 
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -48,10 +47,7 @@ using StreamGraphKey = std::vector<std::uintptr_t>;
 
 /// Whether the environment allows CUDA graphs (FOXRL_CUDA_GRAPHS unset or
 /// not "0").
-inline bool cuda_graphs_allowed_by_environment() {
-  const char* value = std::getenv("FOXRL_CUDA_GRAPHS");
-  return value == nullptr || std::strcmp(value, "0") != 0;
-}
+inline bool cuda_graphs_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_GRAPHS"); }
 
 /// Host backends: run() runs the work.
 template <class ExecSpace>

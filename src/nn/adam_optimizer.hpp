@@ -8,6 +8,7 @@
 // runs the guard's decision), so a portable optimizer step is two launches;
 // on CUDA, step_with_norm() is one (kernels/cuda/fused_optimizer.cuh).
 
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/adam.hpp"
@@ -17,8 +18,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -47,8 +46,7 @@ class AdamOptimizer {
         step_(Kokkos::view_alloc(space, label + "::adam_step")) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      const char* fused = std::getenv("FOXRL_CUDA_FUSED");
-      fused_ = fused == nullptr || std::strcmp(fused, "0") != 0;
+      fused_ = cuda_fused_allowed_by_environment();
       // Two partial sums per block of the fused launch; at most
       // 2048 / fused_optimizer_block blocks are resident on one SM.
       int device = 0, sms = 0;

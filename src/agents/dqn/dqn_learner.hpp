@@ -23,6 +23,7 @@
 
 #include "agents/dqn/dqn_checkpoint.hpp"
 #include "core/compat.hpp"
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "core/stream_graph.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
@@ -51,7 +52,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -350,8 +350,7 @@ class DqnLearner {
   void plan_fused_update([[maybe_unused]] const ExecSpace& space) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      const char* env = std::getenv("FOXRL_CUDA_FUSED");
-      if (!config_.fused_update || (env != nullptr && std::strcmp(env, "0") == 0) ||
+      if (!config_.fused_update || !cuda_fused_allowed_by_environment() ||
           config_.dense_backend != DenseBackend::blas || config_.matmul_precision != MatmulPrecision::fp32)
         return;
       using Finish = decltype(guard_.decision(metrics_));

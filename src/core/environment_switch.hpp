@@ -1,0 +1,22 @@
+#pragma once
+// On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
+// FOXRL_CUDA_FUSED): on unless set to "0", so a user turns a fast path off
+// for a comparison or to rule it out while debugging.
+
+#include <cstdlib>
+#include <cstring>
+
+namespace foxrl {
+
+/// Whether the environment variable `name` leaves its switch on (unset or
+/// any value but "0").
+inline bool switch_on_in_environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+/// FOXRL_CUDA_FUSED: the hand-written fused CUDA kernels (kernels/cuda/)
+/// instead of their portable launch sequences.
+inline bool cuda_fused_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED"); }
+
+}  // namespace foxrl

@@ -92,7 +92,8 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // every callback of an attached tool exist only because a tool is
   // attached; the audit leaves them out).
   CHECK(trainer_regions(record) == std::vector<std::string>{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert",
-                                                            "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update"});
+                                                            "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update",
+                                                            "foxrl::DqnTrainer::clock"});
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
 }
@@ -113,7 +114,7 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   const auto record = foxrl::audit([&] { trainer.run_epoch(); });
   REQUIRE(trainer.updates() == updates_before + 2);
   const std::string p = "foxrl::DqnTrainer::";
-  const std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update"};
+  const std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update", p + "clock"};
   std::vector<std::string> expected = {p + "epoch_bookkeeping"};
   for (int it = 0; it < 2; ++it) expected.insert(expected.end(), iteration.begin(), iteration.end());
   expected.push_back(p + "epoch_bookkeeping");
@@ -150,7 +151,8 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
                                                        {"foxrl::Replay::insert", p + "insert"},
                                                        {"foxrl::Replay::sample", p + "sample"},
                                                        {"foxrl::Replay::update_priorities", p + "update"},
-                                                       {"foxrl::DqnTrainer::accumulate_metrics", p + "update"}};
+                                                       {"foxrl::DqnTrainer::accumulate_metrics", p + "update"},
+                                                       {"foxrl::IterationClock::advance", p + "clock"}};
   for (const auto& [kernel, region] : homes) {
     INFO("launch " << kernel << " in " << region);
     int found = 0;

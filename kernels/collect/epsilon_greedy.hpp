@@ -5,6 +5,7 @@
 // (src/collect/action_selector.hpp).
 
 #include "core/compat.hpp"
+#include "kernels/core/counter_read.hpp"
 #include "kernels/core/counter_rng.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -26,7 +27,9 @@ struct EpsilonSchedule {
 
   KOKKOS_INLINE_FUNCTION double operator()(std::int64_t global_step) const {
     const double s = static_cast<double>(global_step);
-    if (kind == Kind::exponential) return end + (start - end) * math::exp(-s / decay_env_steps);
+    // The product rounded on its own (as host compilers do), so the device
+    // evaluates the same expression as the host.
+    if (kind == Kind::exponential) return end + kernels::mul_unfused(start - end, math::exp(-s / decay_env_steps));
     const double e = start + (end - start) * s / decay_env_steps;
     return e > end ? e : end;
   }
@@ -63,14 +66,13 @@ KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_
 }
 
 /// actions[i] = epsilon-greedy around the argmax of q(i, :) (or greedy[i]
-/// when q is empty) with env i's draws at the global step (host_step, or
-/// read from device_step with epsilon from `schedule` there when eps < 0;
-/// 0 in greedy_mode). One launch, labelled `label`.
+/// when q is empty) with env i's draws at the global step `step` (read when
+/// the kernel runs), with epsilon `eps`, or when eps < 0 the schedule's
+/// epsilon at that step (0 in greedy_mode). One launch, labelled `label`.
 template <class ExecSpace, class MemorySpace>
 void select_actions(const ExecSpace& space, const char* label,
                     const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& q,
-                    const Kokkos::View<const std::int32_t*, MemorySpace>& greedy,
-                    const Kokkos::View<const std::int64_t, MemorySpace>& device_step, std::int64_t host_step, float eps,
+                    const Kokkos::View<const std::int32_t*, MemorySpace>& greedy, CounterRead global_step, float eps,
                     int num_actions, std::uint64_t explore_seed, const EpsilonSchedule& epsilon_schedule,
                     bool greedy_only, const Kokkos::View<std::int32_t*, MemorySpace>& actions) {
   const int A = num_actions;
@@ -81,12 +83,9 @@ void select_actions(const ExecSpace& space, const char* label,
   const int n = static_cast<int>(actions.extent(0));
   Kokkos::parallel_for(
       label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
-        std::int64_t step = host_step;
+        const std::int64_t step = global_step();
         float e = eps;
-        if (e < 0) {
-          step = device_step();
-          e = greedy_mode ? 0.0f : static_cast<float>(schedule(step));
-        }
+        if (e < 0) e = greedy_mode ? 0.0f : static_cast<float>(schedule(step));
         const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
         actions(i) = e > 0 ? kernels::epsilon_greedy_action(seed, i, step, e, best, A) : best;
       });

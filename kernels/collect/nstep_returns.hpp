@@ -13,6 +13,7 @@
 // it once.
 
 #include "core/compat.hpp"
+#include "kernels/core/counter_read.hpp"
 #include "views/collect/transition_batch.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -45,20 +46,21 @@ struct StepRecord {
 template <class ExecSpace>
 void record_step_and_emit(const ExecSpace& space, const NStepRing<typename ExecSpace::memory_space>& ring,
                           const StepRecord<typename ExecSpace::memory_space>& step,
-                          const TransitionBatch<typename ExecSpace::memory_space>& out, std::int64_t step_index,
+                          const TransitionBatch<typename ExecSpace::memory_space>& out, CounterRead steps_before,
                           float gamma, bool emit) {
   const int n = static_cast<int>(ring.actions.extent(0));
   const int num_envs = static_cast<int>(ring.actions.extent(1));
   const int dim = static_cast<int>(ring.observations.extent(2));
-  const int slot = static_cast<int>(step_index % n);
-  // Oldest step of the window that this step completes.
-  const int first = static_cast<int>((step_index + 1) % n);
   // One thread per (env, observation component), so copies are coalesced;
   // the d == 0 thread of each env also writes the env's scalars.
   Kokkos::parallel_for(
       "foxrl::NStep::record_step_and_emit",
       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<std::int64_t>(num_envs) * dim)),
       KOKKOS_LAMBDA(std::int64_t flat) {
+        const std::int64_t step_index = steps_before();
+        const int slot = static_cast<int>(step_index % n);
+        // Oldest step of the window that this step completes.
+        const int first = static_cast<int>((step_index + 1) % n);
         const int env = static_cast<int>(flat / dim);
         const int d = static_cast<int>(flat % dim);
         const float obs = step.observations(env, d);

@@ -51,6 +51,15 @@ KOKKOS_INLINE_FUNCTION float mul_unfused(float a, float b) {
 #endif
 }
 
+/// The same in double precision.
+KOKKOS_INLINE_FUNCTION double mul_unfused(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 /// lo + (hi - lo) * u with the same bits on every backend.
 KOKKOS_INLINE_FUNCTION float scale_uniform(float u, float lo, float hi) { return lo + mul_unfused(hi - lo, u); }
 

@@ -5,7 +5,9 @@
 // launch/byte budget.
 
 #include "core/compat.hpp"
+#include "kernels/core/counter_read.hpp"
 #include "kernels/core/last_team.hpp"
+#include "kernels/replay/beta_schedule.hpp"
 #include "kernels/replay/sum_tree.hpp"
 #include "views/collect/transition_batch.hpp"
 #include "views/replay/batch.hpp"
@@ -65,7 +67,7 @@ struct ReplayInsertFunctor {
   ReplayLayout layout;
   ReplayStorage<memory_space> storage;
   TransitionBatch<memory_space> batch;
-  std::int64_t inserted = 0;  ///< transitions written before this insert
+  CounterRead inserted;  ///< transitions written before this insert
   float alpha = 0.0f;
   int rows_per_team = 1;
   int refresh_groups = 1;  ///< tree nodes per staged chunk of team 0's refresh
@@ -75,35 +77,45 @@ struct ReplayInsertFunctor {
     return detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
   }
 
-  // Slot, state row and successor row of row 0 (set by set_position):
-  // row i adds i and wraps once, avoiding 64-bit modulo (slow on GPUs).
-  std::int64_t first_slot = 0;
-  std::int64_t first_state_row = 0;
-  std::int64_t first_successor_row = 0;
+  /// Where this insert writes: slot, state row and successor row of row 0
+  /// (row i adds i and wraps once, avoiding 64-bit modulo per row, slow on
+  /// GPUs). Computed once per thread from the insert count.
+  struct Position {
+    std::int64_t inserted = 0;
+    std::int64_t first_slot = 0;
+    std::int64_t first_state_row = 0;
+    std::int64_t first_successor_row = 0;
+    std::int64_t capacity = 1;
+    std::int64_t obs_rows = 1;
 
-  void set_position(std::int64_t transitions_before) {
-    inserted = transitions_before;
-    first_slot = inserted % layout.capacity;
-    first_state_row = layout.obs_row(inserted);
-    first_successor_row = layout.next_obs_row(inserted);
+    KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const { return wrap(first_slot + i, capacity); }
+    KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const { return wrap(first_state_row + i, obs_rows); }
+    KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const { return wrap(first_successor_row + i, obs_rows); }
+  };
+
+  KOKKOS_INLINE_FUNCTION Position position() const {
+    Position p;
+    p.inserted = inserted();
+    p.first_slot = p.inserted % layout.capacity;
+    p.first_state_row = layout.obs_row(p.inserted);
+    p.first_successor_row = layout.next_obs_row(p.inserted);
+    p.capacity = layout.capacity;
+    p.obs_rows = layout.obs_rows;
+    return p;
   }
 
-  KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const { return wrap(first_slot + i, layout.capacity); }
-  KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const { return wrap(first_state_row + i, layout.obs_rows); }
-  KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const {
-    return wrap(first_successor_row + i, layout.obs_rows);
-  }
   KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) { return x >= m ? x - m : x; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const Position at = position();
     if (team.league_rank() == 0) {
-      update_slots_and_tree(team);
+      update_slots_and_tree(team, at);
     } else {
-      copy_rows(team, team.league_rank() - 1);
+      copy_rows(team, team.league_rank() - 1, at);
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk) const {
+  KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk, const Position& at) const {
     const int first = chunk * rows_per_team;
     const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team : layout.num_envs;
     if (first >= last) return;
@@ -111,8 +123,8 @@ struct ReplayInsertFunctor {
     const auto& obs = storage.observations;
     const auto& in = batch;
     const std::int64_t rows = layout.obs_rows;
-    const std::int64_t state0 = state_row(first);
-    const std::int64_t next0 = successor_row(first);
+    const std::int64_t state0 = at.state_row(first);
+    const std::int64_t next0 = at.successor_row(first);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (last - first) * dim), [&](const int idx) {
       const int r = idx / dim;
       const int c = idx - r * dim;
@@ -124,20 +136,20 @@ struct ReplayInsertFunctor {
     });
     const auto& st = storage;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int i) {
-      const std::int64_t s = slot(i);
+      const std::int64_t s = at.slot(i);
       st.actions(s) = in.actions(i);
       st.rewards(s) = in.rewards(i);
       st.discounts(s) = in.discounts(i);
     });
   }
 
-  KOKKOS_INLINE_FUNCTION void update_slots_and_tree(const member_type& team) const {
+  KOKKOS_INLINE_FUNCTION void update_slots_and_tree(const member_type& team, const Position& at) const {
     const auto& lay = layout;
     const auto& shape = layout.tree_shape;
     const auto& st = storage;
     const auto& in = batch;
-    const std::int64_t base = inserted;
-    const std::int64_t live_from = inserted + lay.num_envs - lay.capacity;
+    const std::int64_t base = at.inserted;
+    const std::int64_t live_from = at.inserted + lay.num_envs - lay.capacity;
     const std::int64_t head = st.boundary_head();
     const float mass = priority_mass(st.max_priority(), alpha);
 
@@ -149,7 +161,7 @@ struct ReplayInsertFunctor {
       // Most inserts (every one between episode ends): no boundary ordinals
       // to number, so no team scan.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
-        const std::int64_t s = slot(i);
+        const std::int64_t s = at.slot(i);
         st.next_ref(s) = replay_next_is_successor;
         st.tree(shape.leaf(s)) = mass;
       });
@@ -159,7 +171,7 @@ struct ReplayInsertFunctor {
                               const bool boundary = in.next_is_successor(i) == 0;
                               if (final) {
                                 const std::int64_t g = base + i;
-                                const std::int64_t s = slot(i);
+                                const std::int64_t s = at.slot(i);
                                 if (boundary) {
                                   const std::int64_t row = (head + offset) % lay.boundary_capacity;
                                   const std::int64_t owner = st.boundary_owner(row);
@@ -196,13 +208,13 @@ struct ReplayInsertFunctor {
       const int dim = lay.obs_dim;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
         if (in.next_is_successor(i) != 0) return;
-        const std::int32_t row = st.next_ref(slot(i));
+        const std::int32_t row = st.next_ref(at.slot(i));
         for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
       });
     }
 
     // New slots: [s0, end1] and, after a wrap, [0, end2].
-    const std::int64_t s0 = slot(0);
+    const std::int64_t s0 = at.slot(0);
     const std::int64_t past = s0 + lay.num_envs;
     const std::int64_t end1 = (past < lay.capacity ? past : lay.capacity) - 1;
     const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
@@ -242,11 +254,11 @@ struct ReplaySampleFunctor {
   ReplayStorage<memory_space> storage;
   Batch<memory_space> out;
   Kokkos::View<const std::int64_t*, memory_space> given;  ///< gather mode when non-empty
-  std::int64_t inserted = 0;
-  std::int64_t filled = 0;
+  CounterRead inserted;                                   ///< transitions written so far
   std::uint64_t seed = 0;
-  std::uint64_t call = 0;
-  float beta = 0.0f;
+  CounterRead call;        ///< sample calls before this one (the draws' RNG counter)
+  BetaSchedule beta;       ///< the importance-weight exponent, at
+  CounterRead beta_clock;  ///< this update count
   int batch_size = 0;
   int rows_per_team = 1;  ///< draws per team
 
@@ -262,6 +274,9 @@ struct ReplaySampleFunctor {
     const auto& lay = layout;
     const auto& st = storage;
     const auto& o = out;
+    const std::int64_t written = inserted();
+    const std::int64_t filled = written < lay.capacity ? written : lay.capacity;
+    const auto draw_call = static_cast<std::uint64_t>(call());
 
     float team_min = detail::no_mass;
     Kokkos::parallel_reduce(
@@ -274,12 +289,12 @@ struct ReplaySampleFunctor {
             s = given(k);
             s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
           } else {
-            const float u = counter_uniform(seed, call, static_cast<std::uint64_t>(k));
+            const float u = counter_uniform(seed, draw_call, static_cast<std::uint64_t>(k));
             const SumTreeDraw draw = sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
             s = draw.slot;
             mass = draw.mass;
           }
-          const std::int64_t g = lay.transition_of_slot(s, inserted);
+          const std::int64_t g = lay.transition_of_slot(s, written);
           const std::int32_t ref = st.next_ref(s);
           state_row(r) = lay.obs_row(g);
           // >= 0: observation-ring row; < 0: boundary-pool row -(src + 1).
@@ -310,7 +325,7 @@ struct ReplaySampleFunctor {
                    [&]() { Kokkos::atomic_fetch_min(&st.batch_min_mass(), detail::float_bits(team_min)); });
     if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
     const float lowest = detail::bits_float(load_volatile(st.batch_min_mass()));
-    const float exponent = beta;
+    const float exponent = beta(beta_clock());
     const int n = batch_size;
     // Four rows per thread, loads first: the volatile loads of one thread
     // are then in flight together instead of one memory latency each.
@@ -364,7 +379,7 @@ struct ReplayUpdateFunctor {
   ReplayStorage<memory_space> storage;
   Kokkos::View<const std::int64_t*, memory_space> indices;
   Kokkos::View<const float*, memory_space> td_abs;
-  std::int64_t filled = 0;
+  CounterRead inserted;  ///< transitions written so far (entries at or past min(inserted, capacity) are skipped)
   float alpha = 0.0f;
   float eps = 0.0f;
   int refresh_groups = 1;  ///< tree nodes per staged chunk of the refresh
@@ -395,7 +410,8 @@ struct ReplayUpdateFunctor {
                                           std::size_t(refresh_groups) * sum_tree_fanout);
     const auto& idx = indices;
     const auto& td = td_abs;
-    const std::int64_t size = filled;
+    const std::int64_t written = inserted();
+    const std::int64_t size = written < layout.capacity ? written : layout.capacity;
     const float e = eps;
     // This team's entries, compacted through a counter in team scratch
     // (local_slot(n)). Their order is arbitrary and does not matter: leaves

@@ -50,13 +50,15 @@ class ActionSelector {
   void select(const ExecSpace& space, const q_view& q, std::int64_t global_step, const action_view& actions) const {
     check(q.extent(0), q.extent(1), actions.extent(0));
     const float eps = static_cast<float>(epsilon(global_step));
-    launch(space, "foxrl::ActionSelector::select", q, const_action_view(), step_view(), global_step, eps, actions);
+    launch(space, "foxrl::ActionSelector::select", q, const_action_view(), kernels::CounterRead::host(global_step), eps,
+           actions);
   }
 
   /// Same with the global step read from the device (epsilon evaluated there).
   void select(const ExecSpace& space, const q_view& q, const step_view& global_step, const action_view& actions) const {
     check(q.extent(0), q.extent(1), actions.extent(0));
-    launch(space, "foxrl::ActionSelector::select", q, const_action_view(), global_step, 0, -1.0f, actions);
+    launch(space, "foxrl::ActionSelector::select", q, const_action_view(), kernels::CounterRead{global_step.data(), 0},
+           -1.0f, actions);
   }
 
   /// actions[i] = epsilon-greedy around greedy[i] (already the argmax).
@@ -64,16 +66,24 @@ class ActionSelector {
                           const action_view& actions) const {
     check(greedy.extent(0), static_cast<std::size_t>(num_actions_), actions.extent(0));
     const float eps = static_cast<float>(epsilon(global_step));
-    launch(space, "foxrl::ActionSelector::select_from_greedy", q_view(), greedy, step_view(), global_step, eps,
-           actions);
+    launch(space, "foxrl::ActionSelector::select_from_greedy", q_view(), greedy,
+           kernels::CounterRead::host(global_step), eps, actions);
+  }
+
+  /// Same with the global step read when the kernel runs (a trainer's device
+  /// clock; epsilon evaluated there, the same bits as on the host).
+  void select_from_greedy(const ExecSpace& space, const const_action_view& greedy, kernels::CounterRead global_step,
+                          const action_view& actions) const {
+    check(greedy.extent(0), static_cast<std::size_t>(num_actions_), actions.extent(0));
+    launch(space, "foxrl::ActionSelector::select_from_greedy", q_view(), greedy, global_step, -1.0f, actions);
   }
 
   /// Launches the selection kernel (kernels::select_actions) unchecked.
-  /// `eps < 0` means: evaluate the schedule on the device from `device_step`.
+  /// `eps < 0` means: evaluate the schedule on the device at `global_step`.
   void launch(const ExecSpace& space, const char* label, const q_view& q, const const_action_view& greedy,
-              const step_view& device_step, std::int64_t host_step, float eps, const action_view& actions) const {
-    kernels::select_actions(space, label, q, greedy, device_step, host_step, eps, num_actions_, explore_seed_,
-                            schedule_, greedy_, actions);
+              kernels::CounterRead global_step, float eps, const action_view& actions) const {
+    kernels::select_actions(space, label, q, greedy, global_step, eps, num_actions_, explore_seed_, schedule_, greedy_,
+                            actions);
   }
 
  private:

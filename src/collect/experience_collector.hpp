@@ -50,6 +50,15 @@ class ExperienceCollector {
   /// finished an n-step transition (false while the windows fill): then
   /// nstep().output() holds them until the next step.
   bool step(const ExecSpace& space, std::int64_t global_step) {
+    return step(space, kernels::CounterRead::host(global_step), kernels::CounterRead::host(nstep_.steps_pushed()));
+  }
+
+  /// The same with the global step and the n-step push count read when the
+  /// kernels run (a trainer's device clock; the values must equal
+  /// global_step and nstep().steps_pushed()). Only launches: the trainer
+  /// may capture this call in a graph (count_replayed_step() then stands
+  /// for it on each replay).
+  bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed) {
     // The env overwrites its observations in place; keep the ones acted on.
     Kokkos::deep_copy(space, acted_on_, env_.observations());
     obs_view network_input = acted_on_;
@@ -63,8 +72,12 @@ class ExperienceCollector {
     const auto& result = env_.step_result();
     stats_.record(space, result.rewards, result.terminated, result.truncated);
     return nstep_.push(
-        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations});
+        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
+        nstep_pushed);
   }
+
+  /// The host side of a step whose launches ran in a replayed graph.
+  void count_replayed_step() noexcept { nstep_.count_replayed_push(); }
 
   const EpisodeStats<ExecSpace>& episode_stats() const { return stats_; }
   EpisodeStats<ExecSpace>& episode_stats() { return stats_; }

@@ -49,11 +49,22 @@ class NStepAccumulator {
   /// Records one step of every env. Returns true when output() now holds a
   /// finished transition per env (every push from the n-th on).
   bool push(const ExecSpace& space, const StepRecord& step) {
-    const bool emit = steps_ + 1 >= n_;
-    kernels::record_step_and_emit(space, ring_, step, out_, steps_, gamma_, emit);
+    return push(space, step, kernels::CounterRead::host(steps_));
+  }
+
+  /// The same, with the kernel reading the push count from `steps_before`
+  /// (which must equal steps_pushed(): a trainer's device clock).
+  bool push(const ExecSpace& space, const StepRecord& step, kernels::CounterRead steps_before) {
+    const bool emit = will_emit();
+    kernels::record_step_and_emit(space, ring_, step, out_, steps_before, gamma_, emit);
     ++steps_;
     return emit;
   }
+
+  /// Whether the next push finishes a transition per env.
+  bool will_emit() const noexcept { return steps_ + 1 >= n_; }
+  /// Counts a push whose launch ran inside a replayed graph.
+  void count_replayed_push() noexcept { ++steps_; }
 
   const TransitionBatch<memory_space>& output() const noexcept { return out_; }
   int n() const noexcept { return n_; }

@@ -19,4 +19,12 @@ inline bool switch_on_in_environment(const char* name) {
 /// instead of their portable launch sequences.
 inline bool cuda_fused_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED"); }
 
+/// FOXRL_CUDA_ITERATION_GRAPH=1: the trainer's whole iteration as one graph.
+/// Opt-in (unset or any other value: off) until its measurements on the
+/// GPU are recorded (perf/NOTES.md); FOXRL_CUDA_GRAPHS=0 turns it off too.
+inline bool iteration_graph_allowed_by_environment() {
+  const char* value = std::getenv("FOXRL_CUDA_ITERATION_GRAPH");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
 }  // namespace foxrl

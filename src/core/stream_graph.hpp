@@ -92,11 +92,12 @@ class StreamGraphs<Kokkos::Cuda> {
   ~StreamGraphs() { release(); }
 
   template <class Work>
-  void run(const Kokkos::Cuda& space, const StreamGraphKey& key, Work&& work) {
-    if (!enabled_ || Kokkos::Tools::profileLibraryLoaded()) {
+  void run(const Kokkos::Cuda& space, const StreamGraphKey& work_key, Work&& work) {
+    if (!enabled_ || Kokkos::Tools::profileLibraryLoaded() || capturing(space)) {
       work();
       return;
     }
+    const StreamGraphKey key = with_kokkos_scratch(space, work_key);
     auto found = entries_.find(key);
     if (found == entries_.end()) {
       if (entries_.size() < max_graphs) entries_.emplace(key, Entry{});
@@ -124,6 +125,28 @@ class StreamGraphs<Kokkos::Cuda> {
     State state = warm;
     cudaGraphExec_t exec = nullptr;
   };
+
+  /// Whether `space`'s stream is being captured (by an enclosing run():
+  /// the enclosing graph then records this work's launches).
+  static bool capturing(const Kokkos::Cuda& space) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(space.cuda_stream(), &status), "cudaStreamIsCapturing");
+    return status != cudaStreamCaptureStatusNone;
+  }
+
+  /// `key` plus the instance's reduction, scan and team scratch buffers: a
+  /// captured Kokkos reduction or team launch bakes their addresses in, and
+  /// Kokkos replaces a buffer when a later launch needs a larger one. A
+  /// graph is then never replayed with a freed buffer: its key is gone.
+  static StreamGraphKey with_kokkos_scratch(const Kokkos::Cuda& space, StreamGraphKey key) {
+    const auto* instance = space.impl_internal_space_instance();
+    for (const void* p :
+         {static_cast<const void*>(instance->m_scratchSpace), static_cast<const void*>(instance->m_scratchFlags),
+          static_cast<const void*>(instance->m_scratchUnified), static_cast<const void*>(instance->m_scratchFunctor)})
+      key.push_back(reinterpret_cast<std::uintptr_t>(p));
+    for (const void* p : instance->m_team_scratch_ptr) key.push_back(reinterpret_cast<std::uintptr_t>(p));
+    return key;
+  }
 
   static void check(cudaError_t status, const char* what) {
     if (status != cudaSuccess)

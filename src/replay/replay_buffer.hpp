@@ -72,15 +72,32 @@ class ReplayBuffer {
     choose_team_sizes(space);
   }
 
+  /// Where the kernels read the buffer's counters: its host counters, or a
+  /// trainer's device clock holding the same values (a captured graph then
+  /// reads them afresh on every replay).
+  struct CounterReads {
+    kernels::CounterRead inserted;      ///< transitions written so far
+    kernels::CounterRead sample_calls;  ///< sample calls so far
+  };
+  CounterReads host_counters() const {
+    return {kernels::CounterRead::host(inserted_),
+            kernels::CounterRead::host(static_cast<std::int64_t>(sample_calls_))};
+  }
+
   /// Appends one row per env at slots (ptr + i) % capacity with the current
   /// maximum priority. `batch.size()` must equal num_envs on every call.
   void insert(const ExecSpace& space, const TransitionBatch<memory_space>& batch) {
+    insert(space, batch, host_counters().inserted);
+  }
+
+  /// The same with the kernel reading the insert count from `inserted`.
+  void insert(const ExecSpace& space, const TransitionBatch<memory_space>& batch, kernels::CounterRead inserted) {
     check_batch(batch);
     kernels::ReplayInsertFunctor<ExecSpace> functor;
     functor.layout = layout_;
     functor.storage = storage_;
     functor.batch = batch;
-    functor.set_position(inserted_);
+    functor.inserted = inserted;
     functor.alpha = config_.alpha;
     functor.rows_per_team = insert_rows_per_team_;
     functor.refresh_groups = insert_refresh_groups_;
@@ -98,14 +115,30 @@ class ReplayBuffer {
     if (!(beta >= 0.0f)) {
       throw UsageError("foxrl::ReplayBuffer::sample: beta must be >= 0, got " + std::to_string(beta));
     }
-    return launch_sample(space, batch_size, beta, index_view(), "foxrl::Replay::sample");
+    return launch_sample(space, batch_size, kernels::BetaSchedule::fixed(beta), kernels::CounterRead::host(0),
+                         host_counters(), index_view(), "foxrl::Replay::sample");
   }
+
+  /// The same with beta = `beta` at the update count `beta_clock` and the
+  /// buffer's counters read from `at` when the kernel runs.
+  Batch<memory_space> sample(const ExecSpace& space, int batch_size, const kernels::BetaSchedule& beta,
+                             kernels::CounterRead beta_clock, const CounterReads& at) {
+    if (!(beta.start >= 0.0)) {
+      throw UsageError("foxrl::ReplayBuffer::sample: beta must be >= 0, got " + std::to_string(beta.start));
+    }
+    return launch_sample(space, batch_size, beta, beta_clock, at, index_view(), "foxrl::Replay::sample");
+  }
+
+  /// Counts an insert, or a sample call, whose launch ran in a replayed graph.
+  void count_replayed_insert() { inserted_ += config_.num_envs; }
+  void count_replayed_sample() { ++sample_calls_; }
 
   /// The transitions in `slots` (clamped to [0, size)), weights 1: the same
   /// gather as sample, for evaluation and inspection. An evicted slot (its
   /// boundary row was reused; never sampled) returns its state as next state.
   Batch<memory_space> gather(const ExecSpace& space, const index_view& slots) {
-    return launch_sample(space, static_cast<int>(slots.extent(0)), 0.0f, slots, "foxrl::Replay::gather");
+    return launch_sample(space, static_cast<int>(slots.extent(0)), kernels::BetaSchedule::fixed(0.0f),
+                         kernels::CounterRead::host(0), host_counters(), slots, "foxrl::Replay::gather");
   }
 
   /// Sets the priorities of `indices` to |td| + eps (td_abs: |td| per
@@ -113,6 +146,12 @@ class ReplayBuffer {
   /// largest priority wins. Entries outside [0, size), evicted slots and
   /// non-finite td leave their leaf unchanged.
   void update_priorities(const ExecSpace& space, const index_view& indices, const error_view& td_abs) {
+    update_priorities(space, indices, td_abs, host_counters().inserted);
+  }
+
+  /// The same with the kernel reading the insert count from `inserted`.
+  void update_priorities(const ExecSpace& space, const index_view& indices, const error_view& td_abs,
+                         kernels::CounterRead inserted) {
     if (indices.extent(0) != td_abs.extent(0)) {
       throw LogicError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
                        " indices but " + std::to_string(td_abs.extent(0)) + " td errors");
@@ -123,7 +162,7 @@ class ReplayBuffer {
     functor.storage = storage_;
     functor.indices = indices;
     functor.td_abs = td_abs;
-    functor.filled = size();
+    functor.inserted = inserted;
     functor.alpha = config_.alpha;
     functor.eps = config_.eps;
     functor.refresh_groups = update_refresh_groups_;
@@ -219,7 +258,8 @@ class ReplayBuffer {
     if (b.next_is_successor.extent(0) != n) fail("next_is_successor", b.next_is_successor.extent(0), n);
   }
 
-  Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, float beta, const index_view& given,
+  Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, const kernels::BetaSchedule& beta,
+                                    kernels::CounterRead beta_clock, const CounterReads& at, const index_view& given,
                                     const char* label) {
     if (batch_size < 1 || batch_size > config_.max_batch) {
       throw LogicError(std::string(label) + ": batch size " + std::to_string(batch_size) +
@@ -243,11 +283,11 @@ class ReplayBuffer {
     functor.storage = storage_;
     functor.out = out;
     functor.given = given;
-    functor.inserted = inserted_;
-    functor.filled = size();
+    functor.inserted = at.inserted;
     functor.seed = config_.seed;
-    functor.call = sample_calls_;
+    functor.call = at.sample_calls;
     functor.beta = beta;
+    functor.beta_clock = beta_clock;
     functor.batch_size = batch_size;
     functor.rows_per_team = sample_rows_per_team_;
     const int league = (batch_size + sample_rows_per_team_ - 1) / sample_rows_per_team_;

@@ -226,6 +226,17 @@ class DqnLearner {
     ++updates_;
   }
 
+  /// The target update that update() will make `ahead` updates from now
+  /// (0: the next one): Polyak tau, 1 for a due hard copy, 0 for none. A
+  /// caller capturing several updates in one graph keys it by these.
+  float target_tau_ahead(std::int64_t ahead) const {
+    if (config_.polyak_tau > 0.0f) return config_.polyak_tau;
+    return (updates_ + 1 + ahead) % config_.target_update_every == 0 ? 1.0f : 0.0f;
+  }
+
+  /// The host side of an update() whose launches ran in a replayed graph.
+  void count_replayed_update() { ++updates_; }
+
   /// Whether update() runs as one fused launch (see the file comment).
   bool fused_update() const { return fused_update_; }
   /// Why update() does not run fused (empty when it does, or when it was
@@ -301,10 +312,7 @@ class DqnLearner {
 
   /// The target update of the next applied step: Polyak tau, 1 for a due
   /// hard copy, 0 for none.
-  float next_target_tau() const {
-    if (config_.polyak_tau > 0.0f) return config_.polyak_tau;
-    return (updates_ + 1) % config_.target_update_every == 0 ? 1.0f : 0.0f;
-  }
+  float next_target_tau() const { return target_tau_ahead(0); }
 
   static std::uint32_t tau_bits(float tau) {
     std::uint32_t bits = 0;

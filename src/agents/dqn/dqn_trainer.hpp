@@ -16,7 +16,9 @@
 // windows, episode statistics), "::insert" (the finished n-step transitions
 // into replay), "::sample" (replay sample and the batch's normalisation),
 // "::update" (the learner's fused step, the priority write-back and the
-// epoch's metric sums) and "::epoch_bookkeeping" (clearing the sums at the
+// epoch's metric sums), "::clock" (advancing the device-resident counters
+// of the iteration, agents/dqn/iteration_clock.hpp) and
+// "::epoch_bookkeeping" (clearing the sums at the
 // start of an epoch; the guard's snapshot, the epoch's fence and the
 // read-back at its end). The target network's hard or Polyak copy is not a
 // phase of its own: it is fused into the update's Adam launch (only there
@@ -38,18 +40,22 @@
 // One rank runs exactly the single-process code.
 
 #include "agents/dqn/dqn_learner.hpp"
+#include "agents/dqn/iteration_clock.hpp"
 #include "collect/action_selector.hpp"
 #include "collect/experience_collector.hpp"
 #include "config/resume_check.hpp"
 #include "config/train_config.hpp"
 #include "core/compat.hpp"
+#include "core/environment_switch.hpp"
 #include "core/execution_context.hpp"
 #include "core/host_mirror.hpp"
+#include "core/stream_graph.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
 #include "dist/replica_check.hpp"
 #include "envs/vector_env.hpp"
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
+#include "kernels/replay/beta_schedule.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
 #include "market/validation_backtest.hpp"
@@ -63,6 +69,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +81,7 @@ template <class ExecSpace = Kokkos::DefaultExecutionSpace>
 class DqnTrainer {
  public:
   using memory_space = typename ExecSpace::memory_space;
+  using Clock = IterationClock<ExecSpace>;
 
   /// A trainer for `config`, one rank of `comm`'s ranks (every rank
   /// constructs its trainer at the same point: the constructor broadcasts
@@ -103,6 +111,11 @@ class DqnTrainer {
     collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr,
                        static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
     sums_.emplace(space);
+    clock_.emplace(space);
+    // With several ranks, an update's all-reduce sits between its launches
+    // (no graph of the iteration).
+    iteration_graphs_ = std::make_unique<StreamGraphs<ExecSpace>>(spec_.learner.cuda_graphs && comm_->size() == 1 &&
+                                                                  iteration_graph_allowed_by_environment());
     // Host copies of the epoch's device counters, made once: allocating one
     // per epoch would free it at the epoch's end, and freeing a host View
     // fences every instance.
@@ -130,26 +143,42 @@ class DqnTrainer {
   DqnTrainer& operator=(const DqnTrainer&) = delete;
 
   /// One iteration: collector step, then the update round if it is due.
+  /// Its launches read the per-iteration counters from the device clock
+  /// (agents/dqn/iteration_clock.hpp), so that on CUDA the whole iteration
+  /// can run as one captured graph (FOXRL_CUDA_ITERATION_GRAPH=1), replayed
+  /// while its shape (see iteration_key) stays the same.
   void iterate() {
     const auto& space = context_.space();
-    bool finished = false;
-    {
-      compat::ScopedRegion region("foxrl::DqnTrainer::collect");
-      finished = collector_->step(space, global_step_);
+    const bool finished = collector_->nstep().will_emit();
+    const bool due =
+        global_step_ + config_.num_envs >= config_.learning_starts && iteration_ % config_.train_every == 0 &&
+        std::min(replay_->inserted() + (finished ? env_->num_envs() : 0), replay_->capacity()) >= config_.batch_size;
+    const std::int64_t rounds = due ? config_.updates_per_iteration : 0;
+    const typename Clock::Values by = {config_.num_envs, 1, finished ? env_->num_envs() : 0, rounds, rounds};
+    clock_->set(space, clock_values());
+    bool launched = false;
+    iteration_graphs_->run(space, iteration_key(finished, rounds), [&] {
+      launch_iteration(space, finished, rounds, by);
+      launched = true;
+    });
+    clock_->note_advanced(by);
+    if (!launched) {
+      // A replay: the host side of what the graph did.
+      collector_->count_replayed_step();
+      if (finished) replay_->count_replayed_insert();
+      for (std::int64_t u = 0; u < rounds; ++u) {
+        replay_->count_replayed_sample();
+        learner_->count_replayed_update();
+      }
     }
-    if (finished) {
-      compat::ScopedRegion region("foxrl::DqnTrainer::insert");
-      replay_->insert(space, collector_->nstep().output());
-      experiences_ += env_->num_envs();
-    }
+    if (finished) experiences_ += env_->num_envs();
     global_step_ += config_.num_envs;
-    const bool due = global_step_ >= config_.learning_starts && iteration_ % config_.train_every == 0 &&
-                     replay_->size() >= config_.batch_size;
-    if (due) {
-      for (std::int64_t u = 0; u < config_.updates_per_iteration; ++u) update(space);
-    }
+    updates_ += rounds;
     ++iteration_;
   }
+
+  /// Replays of the iteration graph so far (0 off CUDA or with graphs off).
+  std::int64_t iteration_graph_replays() const { return iteration_graphs_->replays(); }
 
   /// Runs one epoch of `iterations_per_epoch` iterations and returns its
   /// record (after the epoch's one fence).
@@ -372,24 +401,66 @@ class DqnTrainer {
     r.mean_return_last_100 = sums[5] > 0 ? sums[4] / sums[5] : 0.0;
   }
 
-  float beta() const {
-    const double b = config_.per_beta_start + (1.0 - config_.per_beta_start) * static_cast<double>(updates_) /
-                                                  static_cast<double>(config_.per_beta_anneal_updates);
-    return static_cast<float>(b < 1.0 ? b : 1.0);
+  float beta() const { return beta_schedule()(updates_); }
+
+  kernels::BetaSchedule beta_schedule() const { return {config_.per_beta_start, config_.per_beta_anneal_updates}; }
+
+  /// The host counters the device clock mirrors.
+  typename Clock::Values clock_values() const {
+    return {global_step_, collector_->nstep().steps_pushed(), replay_->inserted(),
+            static_cast<std::int64_t>(replay_->sample_calls()), updates_};
   }
 
-  void update(const ExecSpace& space) {
+  /// What an iteration's launches bake in besides the clock: whether it
+  /// inserts, how many updates it makes and each one's target update, the
+  /// selector's and adapter's modes.
+  StreamGraphKey iteration_key(bool finished, std::int64_t rounds) const {
+    StreamGraphKey key = {finished ? 1u : 0u, static_cast<std::uintptr_t>(rounds), selector_->greedy() ? 1u : 0u,
+                          adapter_ && adapter_->frozen() ? 1u : 0u};
+    for (std::int64_t u = 0; u < rounds; ++u) {
+      const float tau = learner_->target_tau_ahead(u);
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &tau, sizeof bits);
+      key.push_back(bits);
+    }
+    return key;
+  }
+
+  /// The launches of one iteration (and their components' host counters;
+  /// a graph replay does those in iterate()).
+  void launch_iteration(const ExecSpace& space, bool finished, std::int64_t rounds, const typename Clock::Values& by) {
+    {
+      compat::ScopedRegion region("foxrl::DqnTrainer::collect");
+      collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed));
+    }
+    if (finished) {
+      compat::ScopedRegion region("foxrl::DqnTrainer::insert");
+      replay_->insert(space, collector_->nstep().output(), clock_->read(Clock::replay_inserted));
+    }
+    // Updates see this iteration's insert.
+    const typename ReplayBuffer<ExecSpace>::CounterReads at_update = {
+        clock_->read(Clock::replay_inserted, by[Clock::replay_inserted]), {}};
+    for (std::int64_t u = 0; u < rounds; ++u) {
+      auto at = at_update;
+      at.sample_calls = clock_->read(Clock::sample_calls, u);
+      update(space, at, clock_->read(Clock::updates, u));
+    }
+    compat::ScopedRegion region("foxrl::DqnTrainer::clock");
+    clock_->advance(space, by);
+  }
+
+  void update(const ExecSpace& space, const typename ReplayBuffer<ExecSpace>::CounterReads& at,
+              kernels::CounterRead updates_before) {
     const auto batch = [&] {
       compat::ScopedRegion region("foxrl::DqnTrainer::sample");
-      auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta());
+      auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta_schedule(), updates_before, at);
       if (adapter_) adapter_->normalize_in_place(space, b.states, b.next_states);
       return b;
     }();
     compat::ScopedRegion region("foxrl::DqnTrainer::update");
     learner_->update(space, batch);  // the target copy is fused into its Adam launch
-    replay_->update_priorities(space, batch.indices, learner_->td_errors());
+    replay_->update_priorities(space, batch.indices, learner_->td_errors(), at.inserted);
     sums_->add(space, learner_->metrics());
-    ++updates_;
   }
 
   TrainConfig config_;
@@ -404,6 +475,8 @@ class DqnTrainer {
   std::optional<ActionSelector<ExecSpace>> selector_;
   std::optional<ExperienceCollector<ExecSpace>> collector_;
   std::optional<EpochMetricSums<ExecSpace>> sums_;
+  std::optional<Clock> clock_;
+  std::unique_ptr<StreamGraphs<ExecSpace>> iteration_graphs_;
   typename Kokkos::View<double*, memory_space>::HostMirror sums_host_;
   typename Kokkos::View<double*, memory_space>::HostMirror guard_host_;
   std::int64_t global_step_ = 0;

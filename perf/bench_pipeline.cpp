@@ -10,6 +10,14 @@
 // --list-launches: also prints the audited iteration's kernel launches to
 // stderr, one "kind name [innermost profiling region]" line each, in launch
 // order (perf/README.md's launch counts come from it).
+//
+// --fused-phases N (CUDA, where the update runs fused): probes the last N
+// fused updates' phases (DqnLearner::set_fused_update_probe) and prints a
+// second JSON line, "fused_update_phases": per phase the median over those
+// updates of the slowest block's time (us, from the SM clock), and the
+// median span of the kernel (first block's start to last block's end, us,
+// from the global timer). The probe's block barriers slow the kernel a
+// little, so the timed windows of such a run are not the benchmark's.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
 
@@ -23,11 +31,59 @@
 #include <string>
 #include <vector>
 
+namespace {
+
+/// The "fused_update_phases" line of --fused-phases (see the file comment).
+template <class Stamps>
+void print_fused_phases(const std::string& label, const Stamps& stamps) {
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), stamps);
+  int device = 0, clock_khz = 0;
+  Kokkos::fence("bench::fused_phases");
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
+#endif
+  const double us_per_cycle = clock_khz > 0 ? 1e3 / clock_khz : 0.0;
+  const char* names[] = {"stage", "forward", "loss", "backward", "first_barrier", "sum_partials", "decide_and_step"};
+  constexpr int phases = sizeof names / sizeof names[0];
+  std::vector<std::vector<double>> slowest(phases);
+  std::vector<double> spans;
+  for (std::size_t u = 0; u < host.extent(0); ++u) {
+    if (host(u, 0, foxrl::fused_update_stamp_end_ns) == 0) continue;  // never written
+    unsigned long long first = ~0ull, last = 0;
+    for (std::size_t b = 0; b < host.extent(1); ++b) {
+      first = std::min(first, host(u, b, foxrl::fused_update_stamp_start_ns));
+      last = std::max(last, host(u, b, foxrl::fused_update_stamp_end_ns));
+    }
+    spans.push_back(static_cast<double>(last - first) * 1e-3);
+    for (int k = 0; k < phases; ++k) {
+      double worst = 0.0;
+      for (std::size_t b = 0; b < host.extent(1); ++b)
+        worst = std::max(worst, static_cast<double>(host(u, b, k + 1) - host(u, b, k)) * us_per_cycle);
+      slowest[k].push_back(worst);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf(
+      "{\"bench\":\"fused_update_phases\",\"config\":\"%s\",\"updates\":%zu,\"blocks\":%zu,"
+      "\"span_us\":%.2f,\"phases_us\":{",
+      label.c_str(), spans.size(), host.extent(1), median(spans));
+  for (int k = 0; k < phases; ++k) std::printf("%s\"%s\":%.2f", k ? "," : "", names[k], median(slowest[k]));
+  std::printf("}}\n");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string config_path, label;
   std::vector<std::string> overrides;
   int iterations = 1000, repeats = 3;
   bool list_launches = false;
+  int fused_phases = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc)
@@ -42,10 +98,12 @@ int main(int argc, char** argv) {
       label = argv[++i];
     else if (a == "--list-launches")
       list_launches = true;
+    else if (a == "--fused-phases" && i + 1 < argc)
+      fused_phases = std::max(1, std::atoi(argv[++i]));
     else {
       std::cerr << "usage: " << argv[0]
                 << " --config FILE [--set key=value ...] [--iterations N] [--repeats R] [--label NAME]"
-                   " [--list-launches]\n";
+                   " [--list-launches] [--fused-phases N]\n";
       return 2;
     }
   }
@@ -58,6 +116,15 @@ int main(int argc, char** argv) {
     if (label.empty()) label = config_path.empty() ? "defaults" : config_path;
     foxrl::DqnTrainer<Exec> trainer(config);
     auto& context = trainer.context();
+    Kokkos::View<unsigned long long***, Exec::memory_space> stamps;
+    if (fused_phases > 0) {
+      const int blocks = trainer.learner().fused_update_blocks();
+      if (blocks == 0)
+        throw foxrl::UsageError("--fused-phases: the update does not run fused here (" +
+                                trainer.learner().fused_update_unfit() + ")");
+      stamps = decltype(stamps)("bench::fused_stamps", fused_phases, blocks, foxrl::fused_update_stamp_count);
+      trainer.learner().set_fused_update_probe(stamps);
+    }
 
     const auto setup_start = std::chrono::steady_clock::now();
     while (trainer.global_step() < config.learning_starts) trainer.iterate();
@@ -105,6 +172,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(trainer.iteration_graph_replays()));
     for (std::size_t i = 0; i < window_s.size(); ++i) std::printf("%s%.4f", i ? "," : "", window_s[i]);
     std::printf("]}\n");
+    if (fused_phases > 0) print_fused_phases(label, stamps);
   } catch (const std::exception& e) {
     std::cerr << "foxrl_bench_pipeline: " << e.what() << "\n";
     return 1;

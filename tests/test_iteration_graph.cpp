@@ -7,8 +7,7 @@
 // wrap-around and boundary evictions (the tiny config). Host backends run
 // the same clock-driven launches without a graph.
 #include "agents/dqn/dqn_trainer.hpp"
-#include "io/safetensors.hpp"
-#include "run/trainer_state.hpp"
+#include "support/same_checkpoint.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
 
@@ -17,8 +16,6 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <type_traits>
 
@@ -31,11 +28,6 @@ std::string scratch_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 /// Sets an environment variable for the lifetime of the object.
@@ -109,17 +101,7 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
   else
     CHECK(replays == 0);
 
-  // Weights, target, Adam moments and step, learner counter.
-  CHECK(read_bytes(graphed + "/checkpoint.safetensors") == read_bytes(direct + "/checkpoint.safetensors"));
-  // Replay, envs, n-step windows, episode statistics, normaliser, counters.
-  const auto a = foxrl::safetensors::read(graphed + "/" + foxrl::trainer_state_file);
-  const auto b = foxrl::safetensors::read(direct + "/" + foxrl::trainer_state_file);
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
-    INFO("tensor " << a.tensors[i].name);
-    CHECK(a.tensors[i].name == b.tensors[i].name);
-    CHECK(a.tensors[i].data == b.tensors[i].data);
-  }
+  foxrl::test::check_same_checkpoint(graphed, direct);
   fs::remove_all(graphed);
   fs::remove_all(direct);
 }

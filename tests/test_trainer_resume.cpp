@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
 
+#include "support/same_checkpoint.hpp"
 #include "support/tiny_trainer_config.hpp"
 
 #include <catch2/catch.hpp>
@@ -37,10 +38,7 @@ foxrl::TrainConfig tiny_config(const std::string& env, const std::string& out_di
   return foxrl::test::tiny_trainer_config(env, out_dir, epochs);
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using foxrl::test::read_bytes;
 
 void check_same_epoch(const foxrl::EpochRecord& a, const foxrl::EpochRecord& b) {
   // Everything but the wall-clock fields (seconds and the rates).
@@ -99,18 +97,7 @@ TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
   }
   check_same_epoch(whole_1, split_1);
   check_same_epoch(whole_2, split_2);
-  // Weights, target, Adam moments and step, learner counter: same bytes.
-  CHECK(read_bytes(whole + "/checkpoint.safetensors") == read_bytes(split + "/checkpoint.safetensors"));
-  // Replay, envs, n-step windows, episode statistics, normaliser, counters.
-  const auto a = foxrl::safetensors::read(whole + "/" + foxrl::trainer_state_file);
-  const auto b = foxrl::safetensors::read(split + "/" + foxrl::trainer_state_file);
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
-    INFO("tensor " << a.tensors[i].name);
-    CHECK(a.tensors[i].name == b.tensors[i].name);
-    CHECK(a.tensors[i].shape == b.tensors[i].shape);
-    CHECK(a.tensors[i].data == b.tensors[i].data);
-  }
+  foxrl::test::check_same_checkpoint(whole, split);
   fs::remove_all(whole);
   fs::remove_all(split);
 }

@@ -12,6 +12,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace foxrl::kernels {
 
@@ -40,21 +41,18 @@ KOKKOS_INLINE_FUNCTION float bits_to_uniform_float(std::uint64_t bits) {
   return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
 }
 
-/// a * b rounded on its own. nvcc contracts `lo + width * u` into one fused
-/// multiply-add (one rounding) where host compilers round twice; keeping the
-/// product separate gives the same bits on every backend.
-KOKKOS_INLINE_FUNCTION float mul_unfused(float a, float b) {
+/// a * b rounded on its own (float or double). nvcc contracts
+/// `lo + width * u` into one fused multiply-add (one rounding) where host
+/// compilers round twice; keeping the product separate gives the same bits
+/// on every backend.
+template <class T>
+KOKKOS_INLINE_FUNCTION T mul_unfused(T a, T b) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "mul_unfused: float or double");
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-/// The same in double precision.
-KOKKOS_INLINE_FUNCTION double mul_unfused(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
+  if constexpr (std::is_same_v<T, float>)
+    return __fmul_rn(a, b);
+  else
+    return __dmul_rn(a, b);
 #else
   return a * b;
 #endif

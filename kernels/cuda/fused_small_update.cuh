@@ -31,6 +31,7 @@
 #include "kernels/cuda/fused_optimizer.cuh"
 #include "kernels/cuda/small_network.cuh"
 #include "kernels/nn/adam.hpp"
+#include "views/agents/dqn/fused_update_stamps.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "views/nn/network_layout.hpp"
 
@@ -140,7 +141,30 @@ struct SmallUpdateArgs {
   float* metric_partials = nullptr;   ///< [blocks, 3]: each block's loss, Q and |td| sums
   float* norm_partials = nullptr;     ///< 2 x blocks + fused_optimizer_extra_floats
   std::int64_t* adam_step = nullptr;  ///< advanced by one before the decision (the loss kernel's job in the twin)
+  /// A performance probe, normally null: [probe_updates, blocks,
+  /// fused_update_stamp_count] clocks at the kernel's phase boundaries
+  /// (views/agents/dqn/fused_update_stamps.hpp), the update's row chosen
+  /// by the Adam step counter.
+  unsigned long long* stamps = nullptr;
+  int probe_updates = 0;
 };
+
+/// Thread 0 records stamp `which` of this block (no-op without a probe).
+/// With a probe, the block first waits for all its threads (`row` is the
+/// same in every thread of a block), so the stamp marks the block's end of
+/// the phase, not thread 0's.
+__device__ inline void stamp_phase(unsigned long long* row, int which) {
+  if (row == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  unsigned long long t = 0;
+  if (which >= fused_update_stamp_start_ns) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } else {
+    t = static_cast<unsigned long long>(clock64());
+  }
+  row[which] = t;
+}
 
 /// This block's dW[j, k] = sum_r dz[r, j] in[r, k] and db[j] = sum_r dz[r, j]
 /// over its `rows` rows, written to its partial gradient (`dw`, `db`).
@@ -228,6 +252,14 @@ __global__ void __launch_bounds__(small_update_block)
   const int nl = L.num_layers, H = L.layers[nl - 1].out, A = H - 1, obs = L.obs_dim;
   const int row0 = blockIdx.x * p.rows;
   const int R = min(p.rows, p.batch - row0);
+  // The probe's row for this update: read before block 0 advances the
+  // step counter (after the first grid barrier), so every block agrees.
+  unsigned long long* stamps = nullptr;
+  if (a.stamps != nullptr)
+    stamps =
+        a.stamps + (std::size_t(*a.adam_step % a.probe_updates) * gridDim.x + blockIdx.x) * fused_update_stamp_count;
+  stamp_phase(stamps, fused_update_stamp_start_ns);
+  stamp_phase(stamps, fused_update_stamp_start);
 
   // 0. Both networks and this block's rows of s and s' into shared memory.
   {
@@ -242,6 +274,7 @@ __global__ void __launch_bounds__(small_update_block)
     x[R * obs + idx] = a.next_states[std::size_t(row0 + r) * a.next_states_ld + k];
   }
   __syncthreads();
+  stamp_phase(stamps, fused_update_stamp_staged);
 
   // 1. Forward: online over [s; s'] (2R rows), target over s'.
   const float* on = sm + p.online_at;
@@ -259,6 +292,7 @@ __global__ void __launch_bounds__(small_update_block)
                last ? target_head : sm + p.work_at[l & 1], !last);
     __syncthreads();
   }
+  stamp_phase(stamps, fused_update_stamp_forward);
 
   // 2. Loss per row: dL/d head, |td| for the priorities, the block's sums.
   float* d_head = sm + p.d_head_at;
@@ -290,6 +324,7 @@ __global__ void __launch_bounds__(small_update_block)
     }
     __syncthreads();  // d_head complete
   }
+  stamp_phase(stamps, fused_update_stamp_loss);
 
   // 3. Backward over the block's s rows into its partial gradient.
   float* partial = a.grad_partials + std::size_t(blockIdx.x) * L.total;
@@ -307,8 +342,10 @@ __global__ void __launch_bounds__(small_update_block)
 
   // 4. The gradient: the blocks' partials added in block order; this
   // thread's share of sum g^2 and of the non-finite online weights.
+  stamp_phase(stamps, fused_update_stamp_backward);
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   grid.sync();
+  stamp_phase(stamps, fused_update_stamp_barrier);
   const std::size_t threads = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t id = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // One pass over the flat buffer, padding included (the partials'
@@ -328,9 +365,13 @@ __global__ void __launch_bounds__(small_update_block)
     a.norm_partials[2 * blockIdx.x + 1] = bad;
   }
 
+  stamp_phase(stamps, fused_update_stamp_summed);
+
   // 5. The guard's decision and the optimizer step.
   decide_then_step(grid, a.norm_partials, finish, step,
                    LossMeansBeforeDecision{a.metric_partials, a.metrics, a.adam_step, p.batch}, reduce);
+  stamp_phase(stamps, fused_update_stamp_end);
+  stamp_phase(stamps, fused_update_stamp_end_ns);
 }
 
 /// The largest dynamic shared memory one block of the update may use on

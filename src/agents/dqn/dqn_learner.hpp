@@ -38,6 +38,7 @@
 #include "nn/target_network.hpp"
 #include "nn/training_guard.hpp"
 #include "views/agents/dqn/dqn_weights.hpp"
+#include "views/agents/dqn/fused_update_stamps.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "views/nn/network_layout.hpp"
 #include "views/nn/parameter_set.hpp"
@@ -254,6 +255,24 @@ class DqnLearner {
     return false;
   }
 
+  /// Performance probe of the fused update (CUDA; perf/bench_pipeline.cpp
+  /// --fused-phases): every fused update then records each block's clock at
+  /// its phase boundaries into stamps[step % updates, block, :]
+  /// (views/agents/dqn/fused_update_stamps.hpp), `step` being the Adam step
+  /// counter.
+  /// Set it before the first update (a captured graph keeps what it was
+  /// captured with); an empty View turns it off. The extra block barriers
+  /// it adds make the fused update a little slower.
+  void set_fused_update_probe(const Kokkos::View<unsigned long long***, memory_space>& stamps) {
+    if (stamps.extent(0) > 0 &&
+        (stamps.extent(1) != std::size_t(fused_blocks_) || stamps.extent(2) != std::size_t(fused_update_stamp_count)))
+      throw LogicError("foxrl::DqnLearner::set_fused_update_probe: stamps must be [updates, " +
+                       std::to_string(fused_blocks_) + ", " + std::to_string(fused_update_stamp_count) + "]");
+    fused_probe_ = stamps;
+  }
+  /// Blocks of the fused update of a full batch (0 when it does not run fused).
+  int fused_update_blocks() const { return fused_update_ ? fused_blocks_ : 0; }
+
   /// Graph replays of update() so far (0 off CUDA or with graphs off).
   std::int64_t graph_replays() const { return graphs_->replays(); }
 
@@ -414,6 +433,10 @@ class DqnLearner {
       a.metric_partials = fused_sums_.data();
       a.norm_partials = fused_sums_.data() + 3 * fused_blocks_;
       a.adam_step = adam_.step().data();
+      if (fused_probe_.extent(0) > 0 && a.plan.blocks == fused_blocks_) {
+        a.stamps = fused_probe_.data();
+        a.probe_updates = static_cast<int>(fused_probe_.extent(0));
+      }
       kernels::cuda::fused_small_update(space, a, guard_.decision(metrics_), adam_step(tau));
       return;
     }
@@ -591,6 +614,7 @@ class DqnLearner {
   int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
   std::string fused_unfit_;
   vector fused_grad_partials_, fused_sums_;  ///< the fused update's partial gradients and block sums
+  Kokkos::View<unsigned long long***, memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)
 };
 
 }  // namespace foxrl

@@ -201,7 +201,12 @@ TEST_CASE("seeds that kept best weights: the study reports them the same way, be
     CHECK(b.at("per_seed").at(k).at("agent").at("net_total_return").get<double>() ==
           Approx(best_returns[k]).epsilon(1e-9));
   }
-  CHECK_FALSE(b.at("conclusions").empty());
+  REQUIRE_FALSE(b.at("conclusions").empty());
+  // Each of the best weights' sentences says which weights it is about; the
+  // last weights' do not.
+  for (const auto& c : b.at("conclusions")) CHECK(c.get<std::string>().rfind("With the best weights, ", 0) == 0);
+  for (const auto& c : j.at("conclusions")) CHECK(c.get<std::string>().find("best weights") == std::string::npos);
+  CHECK(b.at("conclusions").size() == j.at("conclusions").size());
   const std::string table = report.table();
   CHECK_THAT(table, Catch::Contains("the best weights of each seed's run (by its validation score; epoch 2 3 4)") &&
                         Catch::Contains("), best weights\n"));

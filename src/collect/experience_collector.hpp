@@ -50,30 +50,20 @@ class ExperienceCollector {
   /// finished an n-step transition (false while the windows fill): then
   /// nstep().output() holds them until the next step.
   bool step(const ExecSpace& space, std::int64_t global_step) {
-    return step(space, kernels::CounterRead::host(global_step), kernels::CounterRead::host(nstep_.steps_pushed()));
+    return step_then_push(
+        space, [&] { selector_.select_from_greedy(space, greedy_, global_step, actions_); },
+        kernels::CounterRead::host(nstep_.steps_pushed()));
   }
 
   /// The same with the global step and the n-step push count read when the
   /// kernels run (a trainer's device clock; the values must equal
-  /// global_step and nstep().steps_pushed()). Only launches: the trainer
+  /// global_step and nstep().steps_pushed(); epsilon is then evaluated on
+  /// the device, the same bits as the host's). Only launches: the trainer
   /// may capture this call in a graph (count_replayed_step() then stands
   /// for it on each replay).
   bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed) {
-    // The env overwrites its observations in place; keep the ones acted on.
-    Kokkos::deep_copy(space, acted_on_, env_.observations());
-    obs_view network_input = acted_on_;
-    if (adapter_ != nullptr) {
-      adapter_->process(space, acted_on_, normalized_);
-      network_input = normalized_;
-    }
-    learner_.greedy_actions(space, network_input, greedy_);
-    selector_.select_from_greedy(space, greedy_, global_step, actions_);
-    env_.step(space, actions_);
-    const auto& result = env_.step_result();
-    stats_.record(space, result.rewards, result.terminated, result.truncated);
-    return nstep_.push(
-        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed);
+    return step_then_push(
+        space, [&] { selector_.select_from_greedy(space, greedy_, global_step, actions_); }, nstep_pushed);
   }
 
   /// The host side of a step whose launches ran in a replayed graph.
@@ -87,6 +77,25 @@ class ExperienceCollector {
   NStepAccumulator<ExecSpace>& nstep() { return nstep_; }
 
  private:
+  template <class SelectActions>
+  bool step_then_push(const ExecSpace& space, const SelectActions& select_actions, kernels::CounterRead nstep_pushed) {
+    // The env overwrites its observations in place; keep the ones acted on.
+    Kokkos::deep_copy(space, acted_on_, env_.observations());
+    obs_view network_input = acted_on_;
+    if (adapter_ != nullptr) {
+      adapter_->process(space, acted_on_, normalized_);
+      network_input = normalized_;
+    }
+    learner_.greedy_actions(space, network_input, greedy_);
+    select_actions();
+    env_.step(space, actions_);
+    const auto& result = env_.step_result();
+    stats_.record(space, result.rewards, result.terminated, result.truncated);
+    return nstep_.push(
+        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
+        nstep_pushed);
+  }
+
   VectorEnv<ExecSpace>& env_;
   DqnLearner<ExecSpace>& learner_;
   const ActionSelector<ExecSpace>& selector_;

@@ -215,6 +215,16 @@ void market_conclusions(StudyReport& r) {
                                           find("sharpe_minus_buy_and_hold"), n));
 }
 
+/// The best weights' sentences say so: read on their own (study.json's
+/// best_weights, a quoted line), they would pass for the last weights'.
+void name_best_weights(StudyReport& r) {
+  if (r.weights != StudyWeights::best) return;
+  for (auto& c : r.conclusions) {
+    if (!c.empty() && c[0] >= 'A' && c[0] <= 'Z') c[0] = static_cast<char>(c[0] - 'A' + 'a');
+    c = "With the best weights, " + c;
+  }
+}
+
 std::string market_table(const StudyReport& r) {
   std::ostringstream out;
   const auto& first = r.market.front();
@@ -441,6 +451,7 @@ StudyReport build_study_report(EnvKind env, const std::string& out_dir, const st
                                                     first.bars_per_year, settings, kStreamAveragedVersusZero);
   }
   market_conclusions(r);
+  name_best_weights(r);
   if (weights == StudyWeights::last &&
       std::all_of(dirs.begin(), dirs.end(), [](const std::string& d) { return has_best_weights(d); })) {
     // The same draws as the last weights' report (the same streams): the

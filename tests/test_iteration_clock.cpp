@@ -1,0 +1,107 @@
+// The trainer's iteration reads its per-iteration counters from the device
+// clock (agents/dqn/iteration_clock.hpp): the env step behind epsilon and
+// the exploration draws, the n-step push count, the replay's insert count
+// and sample calls, the update count behind beta. The reference here is
+// the same components driven the way they were before the clock existed:
+// every counter a host value, epsilon and beta evaluated on the host. Both
+// runs must leave the same bytes in every tensor of their checkpoints
+// (weights, Adam state, replay, envs, n-step windows, episode statistics,
+// normaliser), through iterations that collect only, insert, update twice
+// (train_every 2), copy the target (every 3 updates), wrap the replay ring
+// and evict boundary rows (the tiny config).
+#include "agents/dqn/dqn_trainer.hpp"
+#include "io/safetensors.hpp"
+#include "run/trainer_state.hpp"
+#include "support/test_spaces.hpp"
+#include "support/tiny_trainer_config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string scratch_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("foxrl_iteration_clock_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+/// One iteration of `t`'s components with host counters, as DqnTrainer
+/// iterated before its counters moved to the device.
+template <class Exec>
+void host_counter_iteration(foxrl::DqnTrainer<Exec>& t, std::int64_t& global_step, std::int64_t iteration,
+                            std::int64_t& updates) {
+  const auto& c = t.config();
+  const auto& space = t.context().space();
+  if (t.collector().step(space, global_step)) t.replay().insert(space, t.collector().nstep().output());
+  global_step += c.num_envs;
+  const bool due =
+      global_step >= c.learning_starts && iteration % c.train_every == 0 && t.replay().size() >= c.batch_size;
+  if (!due) return;
+  for (std::int64_t u = 0; u < c.updates_per_iteration; ++u) {
+    const double b = c.per_beta_start + (1.0 - c.per_beta_start) * static_cast<double>(updates) /
+                                            static_cast<double>(c.per_beta_anneal_updates);
+    auto batch = t.replay().sample(space, static_cast<int>(c.batch_size), static_cast<float>(std::min(b, 1.0)));
+    if (t.adapter() != nullptr) t.adapter()->normalize_in_place(space, batch.states, batch.next_states);
+    t.learner().update(space, batch);
+    t.replay().update_priorities(space, batch.indices, t.learner().td_errors());
+    ++updates;
+  }
+}
+
+/// Every tensor of the two checkpoints but the trainer's own counters (the
+/// reference run does not advance them).
+void check_same_tensors(const std::string& dir_a, const std::string& dir_b) {
+  for (const char* file : {"checkpoint.safetensors", foxrl::trainer_state_file}) {
+    const auto a = foxrl::safetensors::read(dir_a + "/" + file);
+    const auto b = foxrl::safetensors::read(dir_b + "/" + file);
+    REQUIRE(a.tensors.size() == b.tensors.size());
+    for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+      const auto& name = a.tensors[i].name;
+      INFO(file << ": tensor " << name);
+      CHECK(name == b.tensors[i].name);
+      if (name.rfind("trainer.", 0) == 0) continue;
+      CHECK(a.tensors[i].data == b.tensors[i].data);
+    }
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by host counters", "[trainer][clock]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
+  INFO("env " << env);
+  const std::string clocked = scratch_dir(env + "_clocked"), reference = scratch_dir(env + "_reference");
+  auto config = foxrl::test::tiny_trainer_config(env, clocked, 1);
+  config.train_every = 2;
+  config.updates_per_iteration = 2;
+  config.target_update_every = 3;
+  const std::int64_t iterations = 90;  // past learning_starts (64 env steps) and around the 96-slot ring
+
+  {
+    foxrl::DqnTrainer<Exec> t(config);
+    for (std::int64_t i = 0; i < iterations; ++i) t.iterate();
+    REQUIRE(t.updates() > 20);
+    t.save_checkpoint(clocked);
+  }
+  {
+    config.out_dir = reference;
+    foxrl::DqnTrainer<Exec> t(config);
+    std::int64_t global_step = 0, updates = 0;
+    for (std::int64_t i = 0; i < iterations; ++i) host_counter_iteration(t, global_step, i, updates);
+    REQUIRE(updates > 20);
+    t.save_checkpoint(reference);
+  }
+  check_same_tensors(clocked, reference);
+  fs::remove_all(clocked);
+  fs::remove_all(reference);
+}

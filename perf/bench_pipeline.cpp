@@ -19,6 +19,7 @@
 // from the global timer). The probe's block barriers slow the kernel a
 // little, so the timed windows of such a run are not the benchmark's.
 #include "agents/dqn/dqn_trainer.hpp"
+#include "core/host_mirror.hpp"
 #include "core/kokkos_tools_audit.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -34,11 +35,12 @@
 namespace {
 
 /// The "fused_update_phases" line of --fused-phases (see the file comment).
-template <class Stamps>
-void print_fused_phases(const std::string& label, const Stamps& stamps) {
-  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), stamps);
+template <class Context, class Stamps>
+void print_fused_phases(Context& context, const std::string& label, const Stamps& stamps) {
+  const auto host = foxrl::host_mirror(stamps);
+  Kokkos::deep_copy(context.space(), host, stamps);
+  context.fence("bench::fused_phases");
   int device = 0, clock_khz = 0;
-  Kokkos::fence("bench::fused_phases");
 #ifdef KOKKOS_ENABLE_CUDA
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
@@ -119,9 +121,14 @@ int main(int argc, char** argv) {
     Kokkos::View<unsigned long long***, Exec::memory_space> stamps;
     if (fused_phases > 0) {
       const int blocks = trainer.learner().fused_update_blocks();
-      if (blocks == 0)
-        throw foxrl::UsageError("--fused-phases: the update does not run fused here (" +
-                                trainer.learner().fused_update_unfit() + ")");
+      if (blocks == 0) {
+        const std::string why = trainer.learner().fused_update_unfit();
+        throw foxrl::UsageError(
+            "--fused-phases: the update does not run as the fused CUDA kernel here (" +
+            (why.empty() ? std::string("it needs a CUDA build, the blas backend in fp32 and FOXRL_CUDA_FUSED not 0")
+                         : why) +
+            ")");
+      }
       stamps = decltype(stamps)("bench::fused_stamps", fused_phases, blocks, foxrl::fused_update_stamp_count);
       trainer.learner().set_fused_update_probe(stamps);
     }
@@ -172,7 +179,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(trainer.iteration_graph_replays()));
     for (std::size_t i = 0; i < window_s.size(); ++i) std::printf("%s%.4f", i ? "," : "", window_s[i]);
     std::printf("]}\n");
-    if (fused_phases > 0) print_fused_phases(label, stamps);
+    if (fused_phases > 0) print_fused_phases(context, label, stamps);
   } catch (const std::exception& e) {
     std::cerr << "foxrl_bench_pipeline: " << e.what() << "\n";
     return 1;

@@ -26,49 +26,92 @@ KOKKOS_INLINE_FUNCTION float episode_unpack_return(std::uint64_t packed) {
   return ret;
 }
 
+/// The most envs whose step one team records (a few passes of its scan).
+constexpr int episode_stats_one_team_envs = 8192;
+
+/// The Views of one record and env i's part of its scan: the running
+/// return, and for an episode that ended, its offer to its ring slot's
+/// `staged` word by atomic max of episode_pack (the newest wins whatever
+/// order threads run in). `before` is the count of earlier episodes.
+template <int Window, class MemorySpace>
+struct EpisodeStep {
+  Kokkos::View<const float*, MemorySpace> rewards;
+  Kokkos::View<const std::uint8_t*, MemorySpace> terminated, truncated;
+  Kokkos::View<float*, MemorySpace> running, ring;
+  Kokkos::View<std::uint64_t*, MemorySpace> staged;
+  Kokkos::View<std::int64_t, MemorySpace> count, finished_now;
+
+  KOKKOS_INLINE_FUNCTION void scan(int i, std::int64_t before, std::int64_t& finished_before, bool final_pass) const {
+    const bool done = terminated(i) != 0 || truncated(i) != 0;
+    if (final_pass) {
+      const float ret = running(i) + rewards(i);
+      if (done) {
+        const int slot = static_cast<int>((before + finished_before) % Window);
+        Kokkos::atomic_fetch_max(&staged(slot), episode_pack(finished_before, ret));
+        running(i) = 0.f;
+      } else {
+        running(i) = ret;
+      }
+    }
+    if (done) finished_before += 1;
+    if (final_pass && i == static_cast<int>(running.extent(0)) - 1) finished_now() = finished_before;
+  }
+
+  /// Moves slot s's winner into the ring and clears the slot.
+  KOKKOS_INLINE_FUNCTION void settle(int s) const {
+    const std::uint64_t p = staged(s);
+    if (p != 0) {
+      ring(s) = episode_unpack_return(p);
+      staged(s) = 0;
+    }
+  }
+};
+
 /// Adds one step's rewards to `running`; episodes that ended (terminated
 /// or truncated) enter `ring` in env order after the `count` already
-/// counted. Two launches: a scan ("foxrl::EpisodeStats::record") numbers
-/// this step's finished episodes and offers each to its ring slot's
-/// `staged` word by atomic max of episode_pack (the newest wins whatever
-/// order threads run in), then "foxrl::EpisodeStats::advance" moves the
-/// winners into the ring, clears `staged` and advances `count`.
+/// counted (EpisodeStep). Up to episode_stats_one_team_envs envs: one
+/// launch of one team ("foxrl::EpisodeStats::record": a team scan, a team
+/// barrier, then the ring and the count; a device-wide scan and the ring's
+/// own launch took three kernels on GPUs for a few thousand flags). Beyond:
+/// a device-wide scan ("foxrl::EpisodeStats::record") spreads the envs
+/// over the device, then "foxrl::EpisodeStats::advance" settles the ring
+/// and the count. Both give the same results.
 template <int Window, class ExecSpace, class MemorySpace>
-void episode_stats_record(const ExecSpace& space, const Kokkos::View<const float*, MemorySpace>& rewards,
-                          const Kokkos::View<const std::uint8_t*, MemorySpace>& terminated,
-                          const Kokkos::View<const std::uint8_t*, MemorySpace>& truncated,
-                          const Kokkos::View<float*, MemorySpace>& running,
-                          const Kokkos::View<float*, MemorySpace>& ring,
-                          const Kokkos::View<std::uint64_t*, MemorySpace>& staged,
-                          const Kokkos::View<std::int64_t, MemorySpace>& count,
-                          const Kokkos::View<std::int64_t, MemorySpace>& finished_now) {
-  const int n = static_cast<int>(running.extent(0));
-  Kokkos::parallel_scan(
-      "foxrl::EpisodeStats::record", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(int i, std::int64_t& finished_before, bool final_pass) {
-        const bool done = terminated(i) != 0 || truncated(i) != 0;
-        if (final_pass) {
-          const float ret = running(i) + rewards(i);
-          if (done) {
-            const int slot = static_cast<int>((count() + finished_before) % Window);
-            Kokkos::atomic_fetch_max(&staged(slot), episode_pack(finished_before, ret));
-            running(i) = 0.f;
-          } else {
-            running(i) = ret;
-          }
-        }
-        if (done) finished_before += 1;
-        if (final_pass && i == n - 1) finished_now() = finished_before;
-      });
-  Kokkos::parallel_for(
-      "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, Window), KOKKOS_LAMBDA(int s) {
-        const std::uint64_t p = staged(s);
-        if (p != 0) {
-          ring(s) = episode_unpack_return(p);
-          staged(s) = 0;
-        }
-        if (s == 0) count() += finished_now();
-      });
+void episode_stats_record(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& step) {
+  const int n = static_cast<int>(step.running.extent(0));
+  if (n > episode_stats_one_team_envs) {
+    Kokkos::parallel_scan(
+        "foxrl::EpisodeStats::record", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+        KOKKOS_LAMBDA(int i, std::int64_t& finished_before, bool final_pass) {
+          step.scan(i, step.count(), finished_before, final_pass);
+        });
+    Kokkos::parallel_for(
+        "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, Window), KOKKOS_LAMBDA(int s) {
+          step.settle(s);
+          if (s == 0) step.count() += step.finished_now();
+        });
+    return;
+  }
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    // Read by every thread before the one write at the end (the scan's and
+    // the explicit barriers come between).
+    const std::int64_t before = step.count();
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, n),
+                          [&](const int i, std::int64_t& finished_before, const bool final_pass) {
+                            step.scan(i, before, finished_before, final_pass);
+                          });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { step.settle(s); });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { step.count() = before + step.finished_now(); });
+  };
+  // A power of two (the team scan's), enough for the envs up to the most
+  // the backend allows for this kernel.
+  const int most = Policy(space, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
+  int team_size = 1;
+  while (team_size * 2 <= most && team_size < n) team_size *= 2;
+  Kokkos::parallel_for("foxrl::EpisodeStats::record", Policy(space, 1, team_size), body);
 }
 
 }  // namespace foxrl::kernels

@@ -41,9 +41,11 @@ class EpisodeStats {
         count_host_(host_mirror(count_)) {}
 
   /// Adds one step's rewards; episodes that ended (terminated or truncated)
-  /// enter the ring in env order after the ones already counted. Two
-  /// launches: a device-wide scan numbers this step's finished episodes,
-  /// then a small kernel moves them into the ring and advances the count.
+  /// enter the ring in env order after the ones already counted. One
+  /// launch of one team up to a few thousand envs (a team scan numbers this
+  /// step's finished episodes, then the team moves them into the ring and
+  /// advances the count); more envs, a device-wide scan and a small kernel
+  /// for the ring.
   /// More than `window` episodes may end in one step (thousands of envs), so
   /// several of them map to one ring slot: each offers
   /// (ordinal within the step + 1, return) packed in 64 bits to its slot's
@@ -53,8 +55,9 @@ class EpisodeStats {
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {
-    kernels::episode_stats_record<window>(space, rewards, terminated, truncated, running_, ring_, staged_, count_,
-                                          finished_now_);
+    kernels::episode_stats_record<window, ExecSpace>(
+        space, kernels::EpisodeStep<window, memory_space>{rewards, terminated, truncated, running_, ring_, staged_,
+                                                          count_, finished_now_});
   }
 
   /// The device state (saved and restored on resume): per-env running

@@ -12,26 +12,16 @@
 #include "agents/dqn/dqn_trainer.hpp"
 #include "io/safetensors.hpp"
 #include "run/trainer_state.hpp"
+#include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 #include <algorithm>
-#include <filesystem>
 #include <string>
 
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string scratch_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("foxrl_iteration_clock_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 /// One iteration of `t`'s components with host counters, as DqnTrainer
 /// iterated before its counters moved to the device.
@@ -80,7 +70,8 @@ TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by h
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   INFO("env " << env);
-  const std::string clocked = scratch_dir(env + "_clocked"), reference = scratch_dir(env + "_reference");
+  const foxrl::test::TempDir clocked_dir, reference_dir;
+  const std::string clocked = clocked_dir.path(), reference = reference_dir.path();
   auto config = foxrl::test::tiny_trainer_config(env, clocked, 1);
   config.train_every = 2;
   config.updates_per_iteration = 2;
@@ -102,6 +93,4 @@ TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by h
     t.save_checkpoint(reference);
   }
   check_same_tensors(clocked, reference);
-  fs::remove_all(clocked);
-  fs::remove_all(reference);
 }

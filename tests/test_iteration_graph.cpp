@@ -7,28 +7,18 @@
 // wrap-around and boundary evictions (the tiny config). Host backends run
 // the same clock-driven launches without a graph.
 #include "agents/dqn/dqn_trainer.hpp"
+#include "support/env_test_util.hpp"
 #include "support/same_checkpoint.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <type_traits>
 
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string scratch_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("foxrl_iteration_graph_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 /// Sets an environment variable for the lifetime of the object.
 class ScopedEnvironment {
@@ -79,7 +69,8 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   INFO("env " << env);
-  const std::string graphed = scratch_dir(env + "_graphed"), direct = scratch_dir(env + "_direct");
+  const foxrl::test::TempDir graphed_dir, direct_dir;
+  const std::string graphed = graphed_dir.path(), direct = direct_dir.path();
   auto config = foxrl::test::tiny_trainer_config(env, graphed, 3);
   config.train_every = 2;
   config.updates_per_iteration = 2;
@@ -102,6 +93,4 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
     CHECK(replays == 0);
 
   foxrl::test::check_same_checkpoint(graphed, direct);
-  fs::remove_all(graphed);
-  fs::remove_all(direct);
 }

@@ -41,6 +41,8 @@ class TempDir {
     return p.string();
   }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  /// The directory itself.
+  std::string path() const { return path_.string(); }
 
  private:
   std::filesystem::path path_;

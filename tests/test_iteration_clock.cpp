@@ -72,10 +72,7 @@ TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by h
   INFO("env " << env);
   const foxrl::test::TempDir clocked_dir, reference_dir;
   const std::string clocked = clocked_dir.path(), reference = reference_dir.path();
-  auto config = foxrl::test::tiny_trainer_config(env, clocked, 1);
-  config.train_every = 2;
-  config.updates_per_iteration = 2;
-  config.target_update_every = 3;
+  auto config = foxrl::test::tiny_iteration_shapes_config(env, clocked, 1);
   const std::int64_t iterations = 90;  // past learning_starts (64 env steps) and around the 96-slot ring
 
   {

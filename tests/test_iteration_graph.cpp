@@ -71,10 +71,7 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
   INFO("env " << env);
   const foxrl::test::TempDir graphed_dir, direct_dir;
   const std::string graphed = graphed_dir.path(), direct = direct_dir.path();
-  auto config = foxrl::test::tiny_trainer_config(env, graphed, 3);
-  config.train_every = 2;
-  config.updates_per_iteration = 2;
-  config.target_update_every = 3;
+  auto config = foxrl::test::tiny_iteration_shapes_config(env, graphed, 3);
 
   std::int64_t replays = -1, direct_replays = -1;
   {

@@ -35,4 +35,16 @@ inline TrainConfig tiny_trainer_config(const std::string& env, const std::string
   return c;
 }
 
+/// The tiny config with every shape an iteration can take: collect only,
+/// collect and insert, iterations with and without updates (train_every
+/// 2), two updates each, hard target copies in some (every 3 updates).
+inline TrainConfig tiny_iteration_shapes_config(const std::string& env, const std::string& out_dir,
+                                                std::int64_t epochs) {
+  TrainConfig c = tiny_trainer_config(env, out_dir, epochs);
+  c.train_every = 2;
+  c.updates_per_iteration = 2;
+  c.target_update_every = 3;
+  return c;
+}
+
 }  // namespace foxrl::test

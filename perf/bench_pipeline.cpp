@@ -40,7 +40,8 @@ void print_fused_phases(Context& context, const std::string& label, const Stamps
   const auto host = foxrl::host_mirror(stamps);
   Kokkos::deep_copy(context.space(), host, stamps);
   context.fence("bench::fused_phases");
-  int device = 0, clock_khz = 0;
+  [[maybe_unused]] int device = 0;
+  int clock_khz = 0;
 #ifdef KOKKOS_ENABLE_CUDA
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
@@ -171,12 +172,13 @@ int main(int argc, char** argv) {
         "{\"bench\":\"pipeline\",\"config\":\"%s\",\"backend\":\"%s\",\"num_envs\":%lld,\"median_us\":%.2f,"
         "\"us_per_iteration\":%.2f,\"env_steps_per_s\":%.0f,\"updates_per_s\":%.0f,\"iterations\":%d,"
         "\"repeats\":%d,\"launches_per_iteration\":%zu,\"fences_per_iteration\":%zu,\"fill_and_warmup_s\":%.2f,"
-        "\"update_graph_replays\":%lld,\"iteration_graph_replays\":%lld,\"windows_s\":[",
+        "\"update_graph_replays\":%lld,\"iteration_graph_replays\":%lld,\"gemm_epilogues\":%s,\"windows_s\":[",
         label.c_str(), Exec::name(), static_cast<long long>(config.num_envs), us_per_iteration, us_per_iteration,
         static_cast<double>(config.num_envs) / us_per_iteration * 1e6,
         static_cast<double>(config.updates_per_iteration) / us_per_iteration * 1e6, iterations, repeats, launches,
         fences, warm_s, static_cast<long long>(trainer.learner().graph_replays()),
-        static_cast<long long>(trainer.iteration_graph_replays()));
+        static_cast<long long>(trainer.iteration_graph_replays()),
+        trainer.learner().fused_gemm_epilogues() ? "true" : "false");
     for (std::size_t i = 0; i < window_s.size(); ++i) std::printf("%s%.4f", i ? "," : "", window_s[i]);
     std::printf("]}\n");
     if (fused_phases > 0) print_fused_phases(context, label, stamps);

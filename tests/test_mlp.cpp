@@ -15,6 +15,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -105,16 +106,22 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   const int obs = 5, B = 37, B2 = 20;
-  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
-    for (const Shape& shape : {Shape{{120, 84}, 1}, Shape{{120, 84}, 11}, Shape{{}, 3}}) {
+  // The blas backend also with fused gemm epilogues where it has them
+  // (CUDA): the trunk's ReLU bitmasks then carry the backward's masks.
+  std::vector<std::pair<foxrl::DenseBackend, bool>> variants = {{foxrl::DenseBackend::portable, false},
+                                                                {foxrl::DenseBackend::blas, false}};
+  if (foxrl::EpilogueGemm<Exec>::available) variants.emplace_back(foxrl::DenseBackend::blas, true);
+  for (const auto& [backend, epilogues] : variants) {
+    for (const Shape& shape : {Shape{{120, 84}, 1}, Shape{{120, 84}, 11}, Shape{{}, 3}, Shape{{120, 84, 33}, 3}}) {
       const auto layout = foxrl::NetworkLayout::plain(obs, shape.hidden, shape.outputs);
       const int N = layout.head_outputs();
-      DYNAMIC_SECTION(foxrl::to_string(backend) << " " << layout.describe()) {
+      DYNAMIC_SECTION(foxrl::to_string(backend) << (epilogues ? " with fused epilogues " : " ") << layout.describe()) {
         CHECK(N == shape.outputs);
         foxrl::ParameterSet<Mem> params(space, layout, "foxrl::test::params");
         foxrl::kernels::init_weights(space, params.flat, layout, 17, foxrl::InitScheme::torch_default);
         const auto grads = foxrl::alloc_flat(space, layout, "foxrl::test::grads");
         auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, backend);
+        ops->set_fused_epilogues(space, epilogues);
         const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
         const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
         foxrl::Mlp<Exec> mlp(space, layout, B + B2, B, ops, scratch, "foxrl::test::mlp");
@@ -128,6 +135,10 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         const auto out = mlp.forward(space, params.flat, X1, X2);
         REQUIRE(out.extent(0) == std::size_t(B + B2));
         REQUIRE(out.extent(1) == std::size_t(N));
+        // With fused epilogues every trunk layer but the last (which the head
+        // kernel finishes) holds its ReLU bitmask of the B backward rows.
+        for (int l = 0; l < layout.num_hidden(); ++l)
+          CHECK(mlp.relu_mask_rows(l) == (epilogues && l + 1 < layout.num_hidden() ? B : 0));
         mlp.backward(space, params.flat, X1, foxrl::ConstMatrix<Mem>(C), grads);
 
         const auto p = foxrl::test::flat_host(space, params.flat);

@@ -27,4 +27,13 @@ inline bool iteration_graph_allowed_by_environment() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
+/// FOXRL_CUDA_GEMM_EPILOGUES=1: the dense layers' bias, ReLU and
+/// bias-gradient work in the gemm's epilogue (cuBLASLt, nn/epilogue_gemm.hpp)
+/// instead of separate kernels. Opt-in (unset or any other value: off)
+/// until its measurements on the GPU are recorded (perf/NOTES.md).
+inline bool gemm_epilogues_allowed_by_environment() {
+  const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
 }  // namespace foxrl

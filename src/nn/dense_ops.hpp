@@ -7,15 +7,20 @@
 // (kernels/nn/tiled_gemm.hpp). blas: RowMajorGemm (the gemm production
 // runs: cuBLAS on CUDA through the handle this object owns, Kokkos Kernels
 // elsewhere) followed by foxrl's bandwidth-bound epilogue kernels
-// (bias_activation, relu_backward). Mlp (src/nn/mlp.hpp) builds on these and
-// on the same gemm.
+// (bias_activation, relu_backward), or, where the library offers them and
+// the fused epilogues are on (FOXRL_CUDA_GEMM_EPILOGUES=1 on CUDA),
+// EpilogueGemm (cuBLASLt with the bias, ReLU, ReLU-mask and bias-gradient
+// work in the gemm's epilogue: nn/epilogue_gemm.hpp). Mlp (src/nn/mlp.hpp)
+// builds on these and on the same gemm.
 
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/tiled_gemm.hpp"
 #include "nn/dense_backend.hpp"
+#include "nn/epilogue_gemm.hpp"
 #include "nn/matmul_precision.hpp"
 #include "nn/row_major_gemm.hpp"
 #include "views/nn/matrix.hpp"
@@ -43,9 +48,25 @@ class DenseOps {
       throw UsageError(std::string("foxrl::DenseOps: matmul_precision ") + to_string(precision) +
                        " needs the blas dense backend (the portable one multiplies in fp32)");
     if (backend == DenseBackend::blas) gemm_ = std::make_unique<RowMajorGemm<ExecSpace>>(space, precision);
+    set_fused_epilogues(space, gemm_epilogues_allowed_by_environment());
   }
 
   DenseBackend backend() const { return backend_; }
+
+  /// Whether products run with their epilogues fused into the gemm
+  /// (EpilogueGemm) where the library offers them.
+  bool fused_epilogues() const { return epilogue_ != nullptr; }
+
+  /// Turns the fused epilogues on or off (on: only where this backend has
+  /// them: blas on CUDA). Networks built on these ops size their ReLU
+  /// bitmasks when they are built, so set this first.
+  void set_fused_epilogues(const ExecSpace& space, bool on) {
+    if (!on || backend_ != DenseBackend::blas || !EpilogueGemm<ExecSpace>::available) {
+      epilogue_.reset();
+      return;
+    }
+    if (!epilogue_) epilogue_ = std::make_unique<EpilogueGemm<ExecSpace>>(space, gemm().precision());
+  }
 
   /// The blas backend's gemm (LogicError on the portable backend).
   RowMajorGemm<ExecSpace>& gemm() {
@@ -56,9 +77,12 @@ class DenseOps {
   /// Y[M, N] = act(X W^T + b) with X = [X1; X2] stacked by rows (X2 may be
   /// empty; the inputs are not copied: two products into Y's two row
   /// ranges on blas, one launch reading both on portable). W is [N, K].
-  void forward(const ExecSpace& space, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2,
+  /// With fused epilogues and a ReLU, `mask` (if given) receives the ReLU's
+  /// bitmask of X1's rows where the library can write it; returns whether
+  /// it did (backward_input_masked then takes it).
+  bool forward(const ExecSpace& space, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2,
                const ConstMatrix<memory_space>& w, const ConstVector<memory_space>& bias, bool relu,
-               const MutableMatrix<memory_space>& y) {
+               const MutableMatrix<memory_space>& y, const ReluBitmask& mask = ReluBitmask()) {
     const int M1 = static_cast<int>(x1.extent(0));
     const int M = static_cast<int>(x1.extent(0) + x2.extent(0));
     const int N = static_cast<int>(w.extent(0));
@@ -82,11 +106,47 @@ class DenseOps {
       ep.relu = relu;
       kernels::tiled_gemm(space, "foxrl::kernels::dense_forward", a, kernels::transposed_operand(w), y.data(),
                           static_cast<std::ptrdiff_t>(y.stride(0)), M, N, K, ep);
-      return;
+      return false;
     }
-    gemm()(space, false, true, x1, w, matrix_rows(y, 0, M1));
-    if (M > M1) gemm()(space, false, true, x2, w, matrix_rows(y, M1, M));
+    const MutableMatrix<memory_space> y1 = matrix_rows(y, 0, M1), y2 = matrix_rows(y, M1, M);
+    if (epilogue_) {
+      // Both row blocks through the library or neither (the launch
+      // sequence covers all rows); without a bitmask if it cannot write one.
+      ReluBitmask m1 = relu ? mask : ReluBitmask();
+      bool fused = epilogue_->forward(space, x1, w, bias, relu, y1, m1, false);
+      if (!fused && m1.bits != nullptr) {
+        m1 = ReluBitmask();
+        fused = epilogue_->forward(space, x1, w, bias, relu, y1, m1, false);
+      }
+      fused = fused && (M == M1 || epilogue_->forward(space, x2, w, bias, relu, y2, ReluBitmask(), false));
+      if (fused) {
+        epilogue_->forward(space, x1, w, bias, relu, y1, m1);
+        if (M > M1) epilogue_->forward(space, x2, w, bias, relu, y2, ReluBitmask());
+        return m1.bits != nullptr;
+      }
+    }
+    gemm()(space, false, true, x1, w, y1);
+    if (M > M1) gemm()(space, false, true, x2, w, y2);
     kernels::bias_activation(space, y, bias, relu);
+    return false;
+  }
+
+  /// dX[M, K] = (dY[M, N] W[N, K]) * [mask] and db[K] = the column sums of
+  /// dX, in one fused product, `mask` being the ReLU bitmask a forward
+  /// wrote for dX's rows (forward's return). Returns false (nothing done:
+  /// backward_input and a bias-gradient kernel remain) where the fused
+  /// epilogues are off or the library has no algorithm.
+  bool backward_input_masked(const ExecSpace& space, const ConstMatrix<memory_space>& dy,
+                             const ConstMatrix<memory_space>& w, const ReluBitmask& mask,
+                             const MutableMatrix<memory_space>& dx, const MutableVector<memory_space>& db) {
+    if (!epilogue_ || mask.bits == nullptr || dy.extent(0) == 0) return false;
+    detail::check_shapes(dy.extent(1) == w.extent(0) && dx.extent(0) == dy.extent(0) && dx.extent(1) == w.extent(1) &&
+                             db.extent(0) == w.extent(1),
+                         "foxrl::DenseOps::backward_input_masked",
+                         "dY " + detail::dims(dy.extent(0), dy.extent(1)) + ", W " +
+                             detail::dims(w.extent(0), w.extent(1)) + ", dX " +
+                             detail::dims(dx.extent(0), dx.extent(1)) + ", db [" + std::to_string(db.extent(0)) + "]");
+    return epilogue_->backward_input(space, dy, w, mask, dx, db);
   }
 
   /// dX[M, K] = (dY[M, N] W[N, K]) * [mask > 0]; `mask` (the ReLU output
@@ -173,6 +233,7 @@ class DenseOps {
  private:
   DenseBackend backend_;
   std::unique_ptr<RowMajorGemm<ExecSpace>> gemm_;
+  std::unique_ptr<EpilogueGemm<ExecSpace>> epilogue_;
 };
 
 }  // namespace foxrl

@@ -14,6 +14,10 @@
 // (dX of the head without a gemm, ReLU mask, the last hidden layer's bias
 // gradient, the head's weight gradient), then per trunk layer a gemm for dW
 // and (but the first) a gemm for dX plus one mask + bias-gradient kernel.
+// With DenseOps' fused epilogues, the trunk's forward products add bias +
+// ReLU themselves and a network built for backward keeps each of their
+// ReLU bitmasks, so the backward's dX product applies the mask and forms the
+// bias gradient in its epilogue (one launch instead of two).
 // portable backend: one tiled launch per product (DenseOps).
 // docs/design.md lists the launches.
 
@@ -79,6 +83,15 @@ class Mlp {
             Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::d_act"),
             std::size_t(max_backward_rows) * std::size_t(widest));
     }
+    masks_.resize(std::size_t(layout_.num_hidden()));
+    mask_rows_.assign(std::size_t(layout_.num_hidden()), 0);
+    // Bitmasks for the trunk layers whose forward is a DenseOps product (all
+    // hidden layers but the last, which the head kernel finishes).
+    if (max_backward_rows > 0 && ops_->fused_epilogues())
+      for (int l = 0; l + 1 < layout_.num_hidden(); ++l)
+        masks_[std::size_t(l)] = Kokkos::View<std::uint8_t*, memory_space>(
+            Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::relu_mask" + std::to_string(l)),
+            ReluBitmask::bytes(max_backward_rows, layout_.layers[l].out));
   }
 
   /// What backward's reductions need of a ReduceScratch for `rows` rows.
@@ -120,7 +133,8 @@ class Mlp {
       const ConstMatrix<memory_space> w = layer_weight(params, layout_, l);
       const ConstVector<memory_space> b = layer_bias(params, layout_, l);
       if (!blas || (!is_head && l != L - 2)) {
-        ops_->forward(space, in1, in2, w, b, !is_head, out);
+        const bool masked = ops_->forward(space, in1, in2, w, b, !is_head, out, is_head ? ReluBitmask() : bitmask(l));
+        if (!is_head) mask_rows_[std::size_t(l)] = masked ? static_cast<int>(in1.extent(0)) : 0;
         continue;
       }
       // blas: the head (few outputs) as one kernel instead of a split-K
@@ -175,6 +189,9 @@ class Mlp {
   /// ReLU output of hidden layer l of the last forward.
   const matrix& activation(int l) const { return act_.at(std::size_t(l)); }
   const NetworkLayout& layout() const { return layout_; }
+  /// Rows of the last forward whose ReLU bitmask hidden layer l holds (0:
+  /// none; the backward then masks with a kernel).
+  int relu_mask_rows(int l) const { return mask_rows_.at(std::size_t(l)); }
   DenseBackend backend() const { return ops_->backend(); }
 
  private:
@@ -186,6 +203,18 @@ class Mlp {
     if (p.extent(0) != layout_.total)
       throw LogicError(std::string("foxrl::Mlp::") + what + ": a flat buffer of " + std::to_string(p.extent(0)) +
                        " floats, layout " + layout_.describe() + " needs " + std::to_string(layout_.total));
+  }
+
+  /// Hidden layer l's ReLU bitmask for up to max_backward_rows rows (empty
+  /// when it has none).
+  ReluBitmask bitmask(int l) const {
+    ReluBitmask m;
+    const auto& bits = masks_.at(std::size_t(l));
+    if (bits.extent(0) == 0) return m;
+    m.bits = bits.data();
+    m.ld_bits = ReluBitmask::row_bits(layout_.layers[l].out);
+    m.rows = max_backward_rows_;
+    return m;
   }
 
   /// Input of layer l (the network input for l = 0) over B rows.
@@ -250,7 +279,13 @@ class Mlp {
       ops_->gemm()(space, true, false, dz, in, layer_weight(grads, layout_, l));
       if (l == 0) break;
       const MutableMatrix<memory_space> dx(d_act_[ping ^ 1].data(), B, layout_.layers[l].in);
-      ops_->gemm()(space, false, false, dz, ConstMatrix<memory_space>(layer_weight(params, layout_, l)), dx);
+      const ConstMatrix<memory_space> w(layer_weight(params, layout_, l));
+      ping ^= 1;
+      // The mask of this product's input, as the last forward wrote it.
+      if (mask_rows_[std::size_t(l - 1)] >= B &&
+          ops_->backward_input_masked(space, dz, w, bitmask(l - 1), dx, layer_bias(grads, layout_, l - 1)))
+        continue;
+      ops_->gemm()(space, false, false, dz, w, dx);
       kernels::ReluBackwardArgs a;
       a.rows = B;
       a.cols = layout_.layers[l].in;
@@ -262,7 +297,6 @@ class Mlp {
       a.dz_ld = a.cols;
       a.db = layer_bias(grads, layout_, l - 1).data();
       kernels::relu_backward(space, a, scratch_);
-      ping ^= 1;
     }
   }
 
@@ -273,6 +307,10 @@ class Mlp {
   std::vector<matrix> act_;
   matrix out_;
   Kokkos::View<float*, memory_space> d_act_[2];
+  /// Per hidden layer: its ReLU bitmask (fused epilogues only) and how many
+  /// of the last forward's rows it holds (0: none, the mask kernel runs).
+  std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
+  std::vector<int> mask_rows_;
 };
 
 }  // namespace foxrl

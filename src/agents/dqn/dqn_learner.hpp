@@ -276,6 +276,10 @@ class DqnLearner {
   /// Graph replays of update() so far (0 off CUDA or with graphs off).
   std::int64_t graph_replays() const { return graphs_->replays(); }
 
+  /// Whether the networks' products run with fused gemm epilogues
+  /// (DenseOps::fused_epilogues; FOXRL_CUDA_GEMM_EPILOGUES=1 on CUDA).
+  bool fused_gemm_epilogues() const { return ops_->fused_epilogues(); }
+
   /// Sets (or, with an empty function, clears) the hook update() calls
   /// between the two halves.
   void set_gradient_hook(GradientHook hook) { hook_ = std::move(hook); }

@@ -1,0 +1,302 @@
+#pragma once
+// EpilogueGemm on CUDA: cuBLASLt with fused epilogues on the stream of the
+// run's Kokkos::Cuda instance (see epilogue_gemm.hpp). One plan per product
+// shape (epilogue, transposes, sizes, leading dimensions and the operands'
+// alignments): its descriptors and the algorithm cuBLASLt's heuristics
+// ranked first, looked up once and kept, so a call after the first makes no
+// heuristic query. Pointers (operands, bias, bitmask) are set per call:
+// plans are shared by every buffer of the same shape and alignment. The
+// workspace is allocated once through Kokkos, so a call allocates nothing
+// and can be captured in a CUDA graph.
+// Only compiled when Kokkos has CUDA (epilogue_gemm.hpp includes it).
+
+#include <Kokkos_Core.hpp>
+
+#ifdef KOKKOS_ENABLE_CUDA
+
+#include "core/error.hpp"
+#include "nn/cublas_handle.hpp"
+#include "nn/epilogue_gemm.hpp"
+
+#include <cublasLt.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace foxrl {
+
+namespace detail {
+
+/// Owns one cuBLASLt object (descriptor, layout or preference) and destroys
+/// it with `destroy`.
+template <class T, cublasStatus_t (*destroy)(T)>
+class LtObject {
+ public:
+  LtObject() = default;
+  explicit LtObject(T object) : object_(object) {}
+  LtObject(const LtObject&) = delete;
+  LtObject& operator=(const LtObject&) = delete;
+  LtObject(LtObject&& o) noexcept : object_(o.object_) { o.object_ = nullptr; }
+  LtObject& operator=(LtObject&& o) noexcept {
+    std::swap(object_, o.object_);
+    return *this;
+  }
+  ~LtObject() {
+    if (object_ != nullptr) destroy(object_);
+  }
+  T get() const { return object_; }
+
+ private:
+  T object_ = nullptr;
+};
+
+using LtMatmulDesc = LtObject<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using LtLayout = LtObject<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using LtPreference = LtObject<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+/// The largest power of two (at most 256) dividing the address and, for a
+/// matrix, its row stride in bytes: what cuBLASLt may assume of every
+/// column it reads.
+inline std::uint32_t lt_alignment(const void* p, std::int64_t row_stride_bytes = 256) {
+  std::uint64_t bits = reinterpret_cast<std::uintptr_t>(p) | std::uint64_t(row_stride_bytes) | 256u;
+  return static_cast<std::uint32_t>(bits & (~bits + 1));
+}
+
+}  // namespace detail
+
+template <>
+class EpilogueGemm<Kokkos::Cuda> {
+ public:
+  using memory_space = Kokkos::Cuda::memory_space;
+  static constexpr bool available = true;
+
+  /// The bf16 mode has no plans (its products read bf16 copies of the
+  /// operands, RowMajorGemm): every call then reports that it did not run.
+  EpilogueGemm(const Kokkos::Cuda& space, MatmulPrecision precision) : precision_(precision) {
+    workspace_ = Kokkos::View<unsigned char*, Kokkos::CudaSpace>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::EpilogueGemm::workspace"),
+        CublasHandle::workspace_bytes + 256);
+    detail::check_cublas(cublasLtCreate(&handle_), "cublasLtCreate");
+  }
+  EpilogueGemm(const EpilogueGemm&) = delete;
+  EpilogueGemm& operator=(const EpilogueGemm&) = delete;
+  ~EpilogueGemm() {
+    plans_.clear();
+    if (handle_ != nullptr) cublasLtDestroy(handle_);
+  }
+
+  /// Y[M, N] = act(X[M, K] W[N, K]^T + b) with act = ReLU when `relu`; with
+  /// `mask` (needs relu and mask.rows >= M) the ReLU's bitmask too. `run`
+  /// false only asks whether the call would run. Returns whether it ran.
+  bool forward(const Kokkos::Cuda& space, const ConstMatrix<memory_space>& x, const ConstMatrix<memory_space>& w,
+               const ConstVector<memory_space>& bias, bool relu, const MutableMatrix<memory_space>& y,
+               const ReluBitmask& mask, bool run = true) {
+    const int M = static_cast<int>(x.extent(0)), K = static_cast<int>(x.extent(1)), N = static_cast<int>(w.extent(0));
+    if (M == 0) return true;
+    if (mask.bits != nullptr && (!relu || mask.rows < M || mask.ld_bits < N || mask.ld_bits % 128 != 0))
+      throw LogicError("foxrl::EpilogueGemm::forward: a ReLU bitmask of " + std::to_string(mask.rows) + " rows and " +
+                       std::to_string(mask.ld_bits) + " bits per row for a ReLU layer of " + std::to_string(M) +
+                       " rows and " + std::to_string(N) + " outputs");
+    const cublasLtEpilogue_t epilogue = mask.bits != nullptr ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS
+                                        : relu               ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                             : CUBLASLT_EPILOGUE_BIAS;
+    // Column-major: D[N, M] = W^T(op T of W's [K, N]) X(op N of X's [K, M]).
+    Operands o;
+    o.a = w.data();
+    o.lda = w.stride(0);
+    o.b = x.data();
+    o.ldb = x.stride(0);
+    o.d = y.data();
+    o.ldd = y.stride(0);
+    o.bias = bias.data();
+    o.aux = mask.bits;
+    o.aux_ld = mask.ld_bits;
+    return launch(space, Key{epilogue, true, false, N, M, K, o}, o, run);
+  }
+
+  /// dX[M, K] = (dY[M, N] W[N, K]) * [mask] and db[K] = sum over rows of
+  /// dX, `mask` being the ReLU bitmask the forward of dX's layer input
+  /// wrote (mask.rows >= M). `run` false only asks. Returns whether it ran.
+  bool backward_input(const Kokkos::Cuda& space, const ConstMatrix<memory_space>& dy,
+                      const ConstMatrix<memory_space>& w, const ReluBitmask& mask,
+                      const MutableMatrix<memory_space>& dx, const MutableVector<memory_space>& db, bool run = true) {
+    const int M = static_cast<int>(dy.extent(0)), N = static_cast<int>(w.extent(0)), K = static_cast<int>(w.extent(1));
+    if (mask.bits == nullptr || mask.rows < M || mask.ld_bits < K || mask.ld_bits % 128 != 0)
+      throw LogicError("foxrl::EpilogueGemm::backward_input: a ReLU bitmask of " + std::to_string(mask.rows) +
+                       " rows and " + std::to_string(mask.ld_bits) + " bits per row for " + std::to_string(M) +
+                       " rows of " + std::to_string(K) + " features");
+    if (M == 0) return false;  // db must still be zeroed: the caller's kernels do it
+    // Column-major: dX^T[K, M] = W^T(op N of W's [K, N]) dY^T(op N of dY's [N, M]).
+    Operands o;
+    o.a = w.data();
+    o.lda = w.stride(0);
+    o.b = dy.data();
+    o.ldb = dy.stride(0);
+    o.d = dx.data();
+    o.ldd = dx.stride(0);
+    o.bias = db.data();
+    o.aux = mask.bits;
+    o.aux_ld = mask.ld_bits;
+    return launch(space, Key{CUBLASLT_EPILOGUE_DRELU_BGRAD, false, false, K, M, N, o}, o, run);
+  }
+
+  /// Plans looked up so far, and how many of them cuBLASLt had no
+  /// algorithm for (diagnostics for the benchmarks).
+  std::size_t plans() const { return plans_.size(); }
+  std::size_t unsupported_plans() const {
+    std::size_t n = 0;
+    for (const auto& p : plans_) n += p.second.supported ? 0 : 1;
+    return n;
+  }
+
+ private:
+  /// Column-major operands of D = op(A) op(B) (+ bias, aux).
+  struct Operands {
+    const float* a = nullptr;
+    std::int64_t lda = 0;
+    const float* b = nullptr;
+    std::int64_t ldb = 0;
+    float* d = nullptr;
+    std::int64_t ldd = 0;
+    const void* bias = nullptr;  // read by BIAS epilogues, written by BGRAD
+    std::uint8_t* aux = nullptr;
+    std::int64_t aux_ld = 0;
+  };
+
+  /// What a plan depends on.
+  struct Key {
+    cublasLtEpilogue_t epilogue;
+    bool trans_a, trans_b;
+    int m, n, k;
+    std::int64_t lda, ldb, ldd, aux_ld;
+    std::uint32_t align_a, align_b, align_d, align_bias, align_aux;
+
+    Key(cublasLtEpilogue_t e, bool ta, bool tb, int m_, int n_, int k_, const Operands& o)
+        : epilogue(e),
+          trans_a(ta),
+          trans_b(tb),
+          m(m_),
+          n(n_),
+          k(k_),
+          lda(o.lda),
+          ldb(o.ldb),
+          ldd(o.ldd),
+          aux_ld(o.aux_ld),
+          align_a(detail::lt_alignment(o.a, o.lda * 4)),
+          align_b(detail::lt_alignment(o.b, o.ldb * 4)),
+          align_d(detail::lt_alignment(o.d, o.ldd * 4)),
+          align_bias(detail::lt_alignment(o.bias)),
+          align_aux(o.aux != nullptr ? detail::lt_alignment(o.aux, o.aux_ld / 8) : 0) {}
+
+    bool operator<(const Key& o) const {
+      return std::tie(epilogue, trans_a, trans_b, m, n, k, lda, ldb, ldd, aux_ld, align_a, align_b, align_d, align_bias,
+                      align_aux) < std::tie(o.epilogue, o.trans_a, o.trans_b, o.m, o.n, o.k, o.lda, o.ldb, o.ldd,
+                                            o.aux_ld, o.align_a, o.align_b, o.align_d, o.align_bias, o.align_aux);
+    }
+  };
+
+  struct Plan {
+    bool supported = false;
+    detail::LtMatmulDesc desc;
+    detail::LtLayout a, b, d;
+    cublasLtMatmulAlgo_t algo{};
+  };
+
+  bool launch(const Kokkos::Cuda& space, const Key& key, const Operands& o, bool run) {
+    if (precision_ == MatmulPrecision::bf16) return false;
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key, o)).first;
+    Plan& p = it->second;
+    if (!p.supported || !run) return p.supported;
+    set(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, o.bias);
+    if (o.aux != nullptr) set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, o.aux);
+    const float alpha = 1.0f, beta = 0.0f;
+    detail::check_cublas(
+        cublasLtMatmul(handle_, p.desc.get(), &alpha, o.a, p.a.get(), o.b, p.b.get(), &beta, o.d, p.d.get(), o.d,
+                       p.d.get(), &p.algo, workspace(), CublasHandle::workspace_bytes, space.cuda_stream()),
+        "cublasLtMatmul");
+    return true;
+  }
+
+  template <class T>
+  static void set(const detail::LtMatmulDesc& desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+    detail::check_cublas(cublasLtMatmulDescSetAttribute(desc.get(), attribute, &value, sizeof(value)),
+                         "cublasLtMatmulDescSetAttribute");
+  }
+
+  /// Column-major layout of a stored [rows, cols] fp32 matrix.
+  static detail::LtLayout layout(int rows, int cols, std::int64_t ld) {
+    cublasLtMatrixLayout_t l = nullptr;
+    detail::check_cublas(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld), "cublasLtMatrixLayoutCreate");
+    return detail::LtLayout(l);
+  }
+
+  Plan make_plan(const Key& key, const Operands& o) {
+    Plan p;
+    cublasLtMatmulDesc_t desc = nullptr;
+    const cublasComputeType_t compute =
+        precision_ == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    detail::check_cublas(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    p.desc = detail::LtMatmulDesc(desc);
+    const cublasOperation_t ta = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+    set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+    set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, key.epilogue);
+    // The heuristics read the bias and bitmask pointers for their alignment
+    // only; the call sets them again.
+    set(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, o.bias);
+    if (o.aux != nullptr) {
+      set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, o.aux);
+      set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, key.aux_ld);
+    }
+    p.a = key.trans_a ? layout(key.k, key.m, key.lda) : layout(key.m, key.k, key.lda);
+    p.b = key.trans_b ? layout(key.n, key.k, key.ldb) : layout(key.k, key.n, key.ldb);
+    p.d = layout(key.m, key.n, key.ldd);
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    detail::check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    const detail::LtPreference preference(pref);
+    const auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attribute, auto value) {
+      detail::check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof(value)),
+                           "cublasLtMatmulPreferenceSetAttribute");
+    };
+    set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t(CublasHandle::workspace_bytes));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d);
+
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc.get(), p.a.get(), p.b.get(), p.d.get(),
+                                                                 p.d.get(), pref, 1, &result, &found);
+    // NOT_SUPPORTED (or no result): this epilogue, type and shape have no
+    // algorithm; the caller's launch sequence runs instead.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return p;
+    detail::check_cublas(status, "cublasLtMatmulAlgoGetHeuristic");
+    if (result.state != CUBLAS_STATUS_SUCCESS) return p;
+    p.algo = result.algo;
+    p.supported = true;
+    return p;
+  }
+
+  void* workspace() const {
+    // cuBLASLt wants 256-byte alignment; Kokkos puts a header before the data.
+    const auto base = reinterpret_cast<std::uintptr_t>(workspace_.data());
+    return reinterpret_cast<void*>((base + 255) / 256 * 256);
+  }
+
+  MatmulPrecision precision_;
+  Kokkos::View<unsigned char*, Kokkos::CudaSpace> workspace_;
+  cublasLtHandle_t handle_ = nullptr;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace foxrl
+
+#endif  // KOKKOS_ENABLE_CUDA

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -258,69 +259,80 @@ TEMPLATE_TEST_CASE("the head kernel with the hidden epilogue fused matches float
   // step; N = 1 (one output), 4 (a dueling head) and 11 (two passes).
   const int M = 77, K = 173;
   for (const int N : {1, 4, 11}) {
-    DYNAMIC_SECTION(N << " outputs") {
-      auto z = random_values(std::size_t(M) * K, 41);
-      z[5] = std::nanf("");  // a NaN pre-activation is cut by the ReLU, as in bias_activation
-      const auto hb = random_values(K, 42);
-      const auto w = random_values(std::size_t(N) * K, 43);
-      const auto b = random_values(N, 44);
-      auto Z = foxrl::test::to_device(space, z, M, K);
-      auto HB = foxrl::test::to_device(space, hb);
-      auto W = foxrl::test::to_device(space, w, N, K);
-      auto B = foxrl::test::to_device(space, b);
-      Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N);
-      // The fused greedy action needs 2..8 outputs (a dueling row [V, A...]).
-      const bool with_greedy = N >= 2 && N <= 8;
-      Kokkos::View<std::int32_t*, Mem> G("foxrl::test::G", M);
-      foxrl::kernels::bias_relu_small_dense_forward(space, foxrl::MutableMatrix<Mem>(Z), foxrl::ConstVector<Mem>(HB),
-                                                    foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(B),
-                                                    foxrl::MutableMatrix<Mem>(Y), with_greedy ? G.data() : nullptr);
-      const auto h = foxrl::test::to_host(space, Z);
-      const auto y = foxrl::test::to_host(space, Y);
-      const auto g = foxrl::test::to_host(space, G);
-      if (with_greedy) {
-        // argmax_j of V + A_j - mean(A) in float64 over the stored outputs;
-        // rows whose two best Q-values are within rounding are skipped.
-        int wrong = 0, compared = 0;
-        for (int m = 0; m < M; ++m) {
-          const int A = N - 1;
-          double mean_a = 0.0;
-          for (int j = 0; j < A; ++j) mean_a += y(m, 1 + j) / double(A);
-          int best = 0;
-          double best_q = -1e300, second_q = -1e300;
-          for (int j = 0; j < A; ++j) {
-            const double q = double(y(m, 0)) + y(m, 1 + j) - mean_a;
-            if (q > best_q) {
-              second_q = best_q;
-              best_q = q;
-              best = j;
-            } else if (q > second_q) {
-              second_q = q;
+    // H stored in every row, or only in the first rows (a backward's); a
+    // head of 11 outputs (two passes) always stores every row.
+    for (const int store_rows : {-1, 30}) {
+      DYNAMIC_SECTION(N << " outputs, H stored in " << (store_rows < 0 ? "every row" : "the first 30 rows")) {
+        const int stored = store_rows < 0 || N > 8 ? M : store_rows;
+        auto z = random_values(std::size_t(M) * K, 41);
+        z[5] = std::nanf("");  // a NaN pre-activation is cut by the ReLU, as in bias_activation
+        const auto hb = random_values(K, 42);
+        const auto w = random_values(std::size_t(N) * K, 43);
+        const auto b = random_values(N, 44);
+        auto Z = foxrl::test::to_device(space, z, M, K);
+        auto HB = foxrl::test::to_device(space, hb);
+        auto W = foxrl::test::to_device(space, w, N, K);
+        auto B = foxrl::test::to_device(space, b);
+        Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N);
+        // The fused greedy action needs 2..8 outputs (a dueling row [V, A...]).
+        const bool with_greedy = N >= 2 && N <= 8;
+        Kokkos::View<std::int32_t*, Mem> G("foxrl::test::G", M);
+        foxrl::kernels::bias_relu_small_dense_forward(
+            space, foxrl::MutableMatrix<Mem>(Z), foxrl::ConstVector<Mem>(HB), foxrl::ConstMatrix<Mem>(W),
+            foxrl::ConstVector<Mem>(B), foxrl::MutableMatrix<Mem>(Y), with_greedy ? G.data() : nullptr, store_rows);
+        const auto h = foxrl::test::to_host(space, Z);
+        const auto y = foxrl::test::to_host(space, Y);
+        const auto g = foxrl::test::to_host(space, G);
+        if (with_greedy) {
+          // argmax_j of V + A_j - mean(A) in float64 over the stored outputs;
+          // rows whose two best Q-values are within rounding are skipped.
+          int wrong = 0, compared = 0;
+          for (int m = 0; m < M; ++m) {
+            const int A = N - 1;
+            double mean_a = 0.0;
+            for (int j = 0; j < A; ++j) mean_a += y(m, 1 + j) / double(A);
+            int best = 0;
+            double best_q = -1e300, second_q = -1e300;
+            for (int j = 0; j < A; ++j) {
+              const double q = double(y(m, 0)) + y(m, 1 + j) - mean_a;
+              if (q > best_q) {
+                second_q = best_q;
+                best_q = q;
+                best = j;
+              } else if (q > second_q) {
+                second_q = q;
+              }
             }
+            if (best_q - second_q < 1e-5) continue;
+            ++compared;
+            if (g(m) != best) ++wrong;
           }
-          if (best_q - second_q < 1e-5) continue;
-          ++compared;
-          if (g(m) != best) ++wrong;
+          CHECK(compared > M / 2);
+          CHECK(wrong == 0);
         }
-        CHECK(compared > M / 2);
-        CHECK(wrong == 0);
+        double worst_h = 0.0, worst_y = 0.0;
+        int unstored_changed = 0;
+        for (int m = 0; m < M; ++m) {
+          std::vector<double> ref_h(K);
+          for (int k = 0; k < K; ++k) {
+            const float v = z[std::size_t(m) * K + k] + hb[k];
+            ref_h[k] = v > 0.0f ? v : 0.0;
+            // Rows past the stored ones keep Z, bit for bit (NaN included).
+            if (m < stored)
+              worst_h = std::max(worst_h, std::abs(ref_h[k] - h(m, k)));
+            else
+              unstored_changed += std::memcmp(&z[std::size_t(m) * K + k], &h(m, k), sizeof(float)) != 0 ? 1 : 0;
+          }
+          for (int n = 0; n < N; ++n) {
+            double ref = b[n];
+            for (int k = 0; k < K; ++k) ref += ref_h[k] * w[std::size_t(n) * K + k];
+            worst_y = std::max(worst_y, std::abs(ref - y(m, n)));
+          }
+        }
+        CHECK(worst_h == 0.0);  // the same float addition and ReLU as bias_activation
+        CHECK(unstored_changed == 0);
+        CHECK(worst_y < tolerance * 4);  // K = 173 terms of size <= 2
       }
-      double worst_h = 0.0, worst_y = 0.0;
-      for (int m = 0; m < M; ++m) {
-        std::vector<double> ref_h(K);
-        for (int k = 0; k < K; ++k) {
-          const float v = z[std::size_t(m) * K + k] + hb[k];
-          ref_h[k] = v > 0.0f ? v : 0.0;
-          worst_h = std::max(worst_h, std::abs(ref_h[k] - h(m, k)));
-        }
-        for (int n = 0; n < N; ++n) {
-          double ref = b[n];
-          for (int k = 0; k < K; ++k) ref += ref_h[k] * w[std::size_t(n) * K + k];
-          worst_y = std::max(worst_y, std::abs(ref - y(m, n)));
-        }
-      }
-      CHECK(worst_h == 0.0);           // the same float addition and ReLU as bias_activation
-      CHECK(worst_y < tolerance * 4);  // K = 173 terms of size <= 2
     }
   }
 }

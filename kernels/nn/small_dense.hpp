@@ -65,9 +65,12 @@ struct SmallDenseArgs {
   std::ptrdiff_t x_ld = 0;
   /// Optional input epilogue: X holds a hidden layer's pre-activation Z and
   /// the kernel uses H = max(Z + hidden_bias, 0) (NaN -> 0, as
-  /// bias_activation), storing H back into X's rows when `x_out` is set.
+  /// bias_activation), storing H back into the first `x_out_rows` rows of
+  /// `x_out` when it is set (the rows a backward will read; the others
+  /// keep Z, which saves their write).
   const float* hidden_bias = nullptr;
   float* x_out = nullptr;
+  int x_out_rows = 0;
   const float* w = nullptr;  ///< [N, K]
   std::ptrdiff_t w_ld = 0;
   const float* b = nullptr;  ///< [N]
@@ -89,12 +92,16 @@ struct RegisterRow {
 }  // namespace detail
 
 /// Rows of Y = X W^T + b for outputs [n0, n0 + NOUT): one row per thread
-/// (a vector of `vector` lanes on GPUs, each lane striding through the row
-/// UNROLL loads at a time so that the loads of a lane are independent: one
-/// memory latency per UNROLL * vector columns, not one per column).
+/// (a vector of `vector` lanes on GPUs). Each lane holds `chunk` of its
+/// columns in registers at a time and issues every load of the chunk (X,
+/// the hidden bias) before its first store, so a row of up to chunk *
+/// vector columns (512 on GPUs) costs one memory latency for X and one for
+/// W, not one per few columns: the stores of H may alias X (in place), so
+/// loads placed after a store could not move above it. Each lane adds its
+/// columns in increasing order, as one pass at a time did before.
 template <class ExecSpace, int NOUT>
 struct SmallDenseRows {
-  static constexpr int unroll = 4;
+  static constexpr int chunk = 16;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
   using member_type = typename policy_type::member_type;
   SmallDenseArgs a;
@@ -106,7 +113,7 @@ struct SmallDenseRows {
     const int m = team.league_rank() * team.team_size() + team.team_rank();
     if (m >= a.rows) return;
     const float* xr = a.x + m * a.x_ld;
-    float* xo = epilogue && a.x_out != nullptr ? a.x_out + m * a.x_ld : nullptr;
+    float* xo = epilogue && a.x_out != nullptr && m < a.x_out_rows ? a.x_out + m * a.x_ld : nullptr;
     const float* wr = a.w + n0 * a.w_ld;
     const int K = a.cols;
     const int V = vector;
@@ -114,25 +121,36 @@ struct SmallDenseRows {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, V),
         [&](int lane, detail::SmallDot<NOUT>& acc) {
-          for (int k0 = lane; k0 < K; k0 += unroll * V) {
-            float xv[unroll];
-            for (int u = 0; u < unroll; ++u) {
+          for (int k0 = lane; k0 < K; k0 += chunk * V) {
+            float xv[chunk];
+            for (int u = 0; u < chunk; ++u) {
               const int k = k0 + u * V;
               xv[u] = k < K ? xr[k] : 0.0f;
             }
             if (epilogue) {
-              for (int u = 0; u < unroll; ++u) {
+              float hb[chunk];
+              for (int u = 0; u < chunk; ++u) {
                 const int k = k0 + u * V;
-                if (k >= K) break;
-                const float v = xv[u] + a.hidden_bias[k];
-                xv[u] = v > 0.0f ? v : 0.0f;
-                if (xo != nullptr) xo[k] = xv[u];
+                hb[u] = k < K ? a.hidden_bias[k] : 0.0f;
               }
+              for (int u = 0; u < chunk; ++u) {
+                const float v = xv[u] + hb[u];
+                xv[u] = v > 0.0f ? v : 0.0f;
+              }
+              if (xo != nullptr)
+                for (int u = 0; u < chunk; ++u) {
+                  const int k = k0 + u * V;
+                  if (k < K) xo[k] = xv[u];
+                }
             }
-            for (int u = 0; u < unroll; ++u) {
-              const int k = k0 + u * V;
-              if (k >= K) break;
-              for (int j = 0; j < NOUT; ++j) acc.v[j] += xv[u] * wr[j * a.w_ld + k];
+            // Past K both factors are 0: acc + 0 * 0 leaves every sum as it is.
+            for (int j = 0; j < NOUT; ++j) {
+              float wv[chunk];
+              for (int u = 0; u < chunk; ++u) {
+                const int k = k0 + u * V;
+                wv[u] = k < K ? wr[j * a.w_ld + k] : 0.0f;
+              }
+              for (int u = 0; u < chunk; ++u) acc.v[j] += xv[u] * wv[u];
             }
           }
         },
@@ -186,8 +204,10 @@ void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, 
 template <class ExecSpace>
 void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
   if (args.rows <= 0 || args.outputs <= 0) return;
-  if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs && args.x_out != args.x)
-    throw LogicError("foxrl::kernels::small_dense: more than 8 outputs with a hidden epilogue need x_out == x");
+  if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs &&
+      (args.x_out != args.x || args.x_out_rows < args.rows))
+    throw LogicError(
+        "foxrl::kernels::small_dense: more than 8 outputs with a hidden epilogue need x_out == x over every row");
   if (args.greedy != nullptr && (args.outputs < 2 || args.outputs > small_dense_max_outputs))
     throw LogicError("foxrl::kernels::small_dense: a fused greedy action needs 2 to 8 head outputs, got " +
                      std::to_string(args.outputs));
@@ -236,14 +256,16 @@ void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>&
 }
 
 /// The last hidden layer's epilogue fused with the head:
-/// H = max(Z + hidden_bias, 0) stored in place of Z, Y = H W^T + b, and
-/// (when `greedy` is given) each row's dueling greedy action. One pass over
-/// Z instead of bias_activation, small_dense_forward and dueling_q_values.
+/// H = max(Z + hidden_bias, 0), Y = H W^T + b, and (when `greedy` is given)
+/// each row's dueling greedy action. One pass over Z instead of
+/// bias_activation, small_dense_forward and dueling_q_values. H is stored
+/// in place of Z in the first `store_rows` rows (negative: all; a head of
+/// more than 8 outputs stores all, its later passes read H).
 template <class ExecSpace, class MemorySpace>
 void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<MemorySpace>& z,
                                    const ConstVector<MemorySpace>& hidden_bias, const ConstMatrix<MemorySpace>& w,
                                    const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y,
-                                   std::int32_t* greedy = nullptr) {
+                                   std::int32_t* greedy = nullptr, int store_rows = -1) {
   SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
   if (hidden_bias.extent(0) != z.extent(1))
     throw LogicError("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
@@ -251,6 +273,7 @@ void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<M
                      " columns");
   a.hidden_bias = hidden_bias.data();
   a.x_out = z.data();
+  a.x_out_rows = store_rows < 0 || a.outputs > small_dense_max_outputs ? a.rows : std::min(store_rows, a.rows);
   a.greedy = greedy;
   small_dense(space, a);
 }

@@ -148,9 +148,11 @@ class Mlp {
       }
       ops_->gemm()(space, false, true, in1, w, out1);
       if (n > m1) ops_->gemm()(space, false, true, in2, w, out2);
-      kernels::bias_relu_small_dense_forward(
-          space, out, b, ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
-          ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head, fuses_greedy() ? greedy : nullptr);
+      // H is stored only where a backward can read it (the first rows of x1).
+      kernels::bias_relu_small_dense_forward(space, out, b,
+                                             ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
+                                             ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head,
+                                             fuses_greedy() ? greedy : nullptr, std::min(m1, max_backward_rows_));
       break;
     }
     return head;
@@ -186,7 +188,10 @@ class Mlp {
   /// Head outputs of the last forward ([max_rows, head_outputs]; its first
   /// rows are valid).
   const matrix& output() const { return out_; }
-  /// ReLU output of hidden layer l of the last forward.
+  /// ReLU output of hidden layer l of the last forward. On the blas
+  /// backend the last hidden layer holds it only in the rows a backward can
+  /// read (the first min(rows of x1, max_backward_rows)); its other rows
+  /// hold the pre-activation.
   const matrix& activation(int l) const { return act_.at(std::size_t(l)); }
   const NetworkLayout& layout() const { return layout_; }
   /// Rows of the last forward whose ReLU bitmask hidden layer l holds (0:

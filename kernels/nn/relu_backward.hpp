@@ -94,28 +94,10 @@ struct ReluBackwardFunctor {
 
     const int r0 = chunk * chunk_rows;
     const int r1 = r0 + chunk_rows < a.rows ? r0 + chunk_rows : a.rows;
-    const int db_slot = a.db != nullptr ? 1 : 0;
-    for (int m = r0 + lane; m < r1; m += LANES) {
-      for (int j = 0; j < CW; ++j) {
-        const int c = c0 + j * TC + tc;
-        if (c >= a.cols) break;
-        const float h = a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
-        float v;
-        if (a.src != nullptr) {
-          v = a.src[m * a.src_ld + c];
-        } else {
-          v = 0.0f;
-          for (int n = 0; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
-        }
-        const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
-        if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
-        if (values == 0) continue;
-        float* slot = acc + j * values * team_size + rank;
-        if (db_slot) slot[0] += dz;
-        if (a.dw_small != nullptr)
-          for (int n = 0; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
-      }
-    }
+    if (a.src != nullptr || a.n_small <= max_small)
+      walk_rows_in_blocks(r0, r1, c0, tc, lane, rank, acc);
+    else
+      walk_rows(r0, r1, c0, tc, lane, rank, acc);
     if (values == 0) return;  // the same in every thread: no barrier is skipped by some only
     team.team_barrier();
     // Lane 0 of each column adds the lanes' sums (fixed order).
@@ -143,6 +125,110 @@ struct ReluBackwardFunctor {
       store(c0, tc, [&](int, int idx) {
         return sum_partials(partials, row_chunks, std::size_t(values) * std::size_t(a.cols), std::size_t(idx));
       });
+  }
+
+  /// Head outputs whose dY, W and dW sums a thread holds in registers
+  /// (wider heads take walk_rows).
+  static constexpr int max_small = 8;
+  /// Rows a thread reads before it writes any (see walk_rows_in_blocks).
+  static constexpr int block_rows = 8;
+
+  /// This thread's rows of [r0, r1) (every LANES-th from r0 + lane), block
+  /// by block: all loads of a block's rows first (H, dX or dY and W), the
+  /// sums in registers, then the block's dZ stores. A store through dz may
+  /// alias the inputs as far as the compiler knows, so loads interleaved
+  /// with stores would wait for one memory latency per row; here a block
+  /// costs one. Every sum adds its rows in increasing order, as walk_rows
+  /// does.
+  KOKKOS_INLINE_FUNCTION void walk_rows_in_blocks(int r0, int r1, int c0, int tc, int lane, int rank,
+                                                  float* acc) const {
+    constexpr int R = block_rows;
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    const int ns = a.src != nullptr ? 0 : a.n_small;
+    const bool dw = a.dw_small != nullptr;
+    float db_sum[CW];
+    float dw_sum[CW][max_small];
+    for (int j = 0; j < CW; ++j) {
+      db_sum[j] = 0.0f;
+      for (int n = 0; n < max_small; ++n) dw_sum[j][n] = 0.0f;
+    }
+    for (int mb = r0 + lane; mb < r1; mb += R * LANES) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        float h[R], v[R];
+        for (int r = 0; r < R; ++r) {
+          const int m = mb + r * LANES;
+          h[r] = a.act != nullptr && m < r1 ? a.act[m * a.act_ld + c] : 1.0f;
+          v[r] = a.src != nullptr && m < r1 ? a.src[m * a.src_ld + c] : 0.0f;
+        }
+        if (a.src == nullptr) {
+          float w[max_small];
+          for (int n = 0; n < max_small; ++n) w[n] = n < ns ? a.w_small[n * a.w_ld + c] : 0.0f;
+          for (int r = 0; r < R; ++r) {
+            const int m = mb + r * LANES;
+            if (m >= r1) break;
+            // A fixed trip count with a guard (not a break), so the loop
+            // unrolls and dw_sum stays in registers.
+            for (int n = 0; n < max_small; ++n) {
+              if (n < ns) {
+                const float d = a.dy_small[m * a.dy_ld + n];
+                v[r] += d * w[n];
+                if (dw) dw_sum[j][n] += d * h[r];
+              }
+            }
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          const int m = mb + r * LANES;
+          if (m >= r1) break;
+          const float dz = (a.act != nullptr && !(h[r] > 0.0f)) ? 0.0f : v[r];
+          v[r] = dz;
+          if (db_slot) db_sum[j] += dz;
+        }
+        if (a.dz != nullptr)
+          for (int r = 0; r < R; ++r) {
+            const int m = mb + r * LANES;
+            if (m >= r1) break;
+            a.dz[m * a.dz_ld + c] = v[r];
+          }
+      }
+    }
+    if (values == 0) return;
+    for (int j = 0; j < CW; ++j) {
+      float* slot = acc + j * values * team_size + rank;
+      if (db_slot) slot[0] = db_sum[j];
+      if (dw)
+        for (int n = 0; n < max_small; ++n)
+          if (n < ns) slot[(db_slot + n) * team_size] = dw_sum[j][n];
+    }
+  }
+
+  /// This thread's rows of [r0, r1) one at a time (heads wider than
+  /// max_small outputs).
+  KOKKOS_INLINE_FUNCTION void walk_rows(int r0, int r1, int c0, int tc, int lane, int rank, float* acc) const {
+    const int db_slot = a.db != nullptr ? 1 : 0;
+    for (int m = r0 + lane; m < r1; m += LANES) {
+      for (int j = 0; j < CW; ++j) {
+        const int c = c0 + j * TC + tc;
+        if (c >= a.cols) break;
+        const float h = a.act != nullptr ? a.act[m * a.act_ld + c] : 1.0f;
+        float v;
+        if (a.src != nullptr) {
+          v = a.src[m * a.src_ld + c];
+        } else {
+          v = 0.0f;
+          for (int n = 0; n < a.n_small; ++n) v += a.dy_small[m * a.dy_ld + n] * a.w_small[n * a.w_ld + c];
+        }
+        const float dz = (a.act != nullptr && !(h > 0.0f)) ? 0.0f : v;
+        if (a.dz != nullptr) a.dz[m * a.dz_ld + c] = dz;
+        if (values == 0) continue;
+        float* slot = acc + j * values * team_size + rank;
+        if (db_slot) slot[0] += dz;
+        if (a.dw_small != nullptr)
+          for (int n = 0; n < a.n_small; ++n) slot[(db_slot + n) * team_size] += a.dy_small[m * a.dy_ld + n] * h;
+      }
+    }
   }
 
   /// Writes the reduced values of this thread's columns; value(e, idx) gives

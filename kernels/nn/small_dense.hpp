@@ -94,15 +94,21 @@ struct RegisterRow {
 /// Rows of Y = X W^T + b for outputs [n0, n0 + NOUT): one row per thread
 /// (a vector of `vector` lanes on GPUs). Each lane holds `chunk` of its
 /// columns in registers at a time and issues every load of the chunk (X,
-/// the hidden bias) before its first store, so a row of up to chunk *
-/// vector columns (512 on GPUs) costs one memory latency for X and one for
-/// W, not one per few columns: the stores of H may alias X (in place), so
-/// loads placed after a store could not move above it. Each lane adds its
-/// columns in increasing order, as one pass at a time did before.
+/// the hidden bias) before its first store, so every chunk * vector
+/// columns (256 on GPUs) of a row cost one memory latency for X and one
+/// for W: the stores of H may alias X (in place), so a load placed after a
+/// store cannot move above it, and with 4 columns per step a 512-wide row
+/// waited for 4 such round trips. Each lane adds its columns in increasing
+/// order, whatever the chunk.
 template <class ExecSpace, int NOUT>
 struct SmallDenseRows {
-  static constexpr int chunk = 16;
-  using policy_type = Kokkos::TeamPolicy<ExecSpace>;
+  static constexpr int chunk = 8;
+  /// GPUs: teams of 8 rows x 32 lanes, at most 64 registers a thread, so 4
+  /// teams share an SM and 4,096 rows (the collector's forward) run in one
+  /// wave on 132 SMs. Left alone the compiler hoists the chunk's W loads
+  /// and takes 66-88 registers (3 teams per SM, two waves); with 16
+  /// columns per chunk, ~150 (four waves).
+  using policy_type = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 4>>;
   using member_type = typename policy_type::member_type;
   SmallDenseArgs a;
   int n0 = 0;

@@ -105,16 +105,7 @@ class EpilogueGemm<Kokkos::Cuda> {
                                         : relu               ? CUBLASLT_EPILOGUE_RELU_BIAS
                                                              : CUBLASLT_EPILOGUE_BIAS;
     // Column-major: D[N, M] = W^T(op T of W's [K, N]) X(op N of X's [K, M]).
-    Operands o;
-    o.a = w.data();
-    o.lda = w.stride(0);
-    o.b = x.data();
-    o.ldb = x.stride(0);
-    o.d = y.data();
-    o.ldd = y.stride(0);
-    o.bias = bias.data();
-    o.aux = mask.bits;
-    o.aux_ld = mask.ld_bits;
+    const Operands o = operands(w, x, y, bias.data(), mask);
     return launch(space, Key{epilogue, true, false, N, M, K, o}, o, run);
   }
 
@@ -131,16 +122,7 @@ class EpilogueGemm<Kokkos::Cuda> {
                        " rows of " + std::to_string(K) + " features");
     if (M == 0) return false;  // db must still be zeroed: the caller's kernels do it
     // Column-major: dX^T[K, M] = W^T(op N of W's [K, N]) dY^T(op N of dY's [N, M]).
-    Operands o;
-    o.a = w.data();
-    o.lda = w.stride(0);
-    o.b = dy.data();
-    o.ldb = dy.stride(0);
-    o.d = dx.data();
-    o.ldd = dx.stride(0);
-    o.bias = db.data();
-    o.aux = mask.bits;
-    o.aux_ld = mask.ld_bits;
+    const Operands o = operands(w, dy, dx, db.data(), mask);
     return launch(space, Key{CUBLASLT_EPILOGUE_DRELU_BGRAD, false, false, K, M, N, o}, o, run);
   }
 
@@ -166,6 +148,23 @@ class EpilogueGemm<Kokkos::Cuda> {
     std::uint8_t* aux = nullptr;
     std::int64_t aux_ld = 0;
   };
+
+  /// cuBLASLt's A, B and D: our B, A and C (see the file comment of
+  /// epilogue_gemm.hpp), each with its row stride.
+  static Operands operands(const ConstMatrix<memory_space>& lt_a, const ConstMatrix<memory_space>& lt_b,
+                           const MutableMatrix<memory_space>& d, const void* bias, const ReluBitmask& mask) {
+    Operands o;
+    o.a = lt_a.data();
+    o.lda = static_cast<std::int64_t>(lt_a.stride(0));
+    o.b = lt_b.data();
+    o.ldb = static_cast<std::int64_t>(lt_b.stride(0));
+    o.d = d.data();
+    o.ldd = static_cast<std::int64_t>(d.stride(0));
+    o.bias = bias;
+    o.aux = mask.bits;
+    o.aux_ld = mask.ld_bits;
+    return o;
+  }
 
   /// What a plan depends on.
   struct Key {

@@ -169,6 +169,13 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         // Sums over 37 rows of float32 products: ~1e-6 relative to the largest gradient.
         CHECK(worst_g < 1e-5 * scale);
 
+        // A forward of more rows than a backward takes (as the collector's
+        // through the online network) writes no bitmask and leaves none.
+        std::vector<float> x12(x1);
+        x12.insert(x12.end(), x2.begin(), x2.end());
+        mlp.forward(space, params.flat, foxrl::test::to_device(space, x12, B + B2, obs), {});
+        for (int l = 0; l < layout.num_hidden(); ++l) CHECK(mlp.relu_mask_rows(l) == 0);
+
         // The reference's gradient is the derivative of its loss (central
         // differences in float64) at weights and biases of every layer.
         std::mt19937 pick(5);

@@ -133,7 +133,10 @@ class Mlp {
       const ConstMatrix<memory_space> w = layer_weight(params, layout_, l);
       const ConstVector<memory_space> b = layer_bias(params, layout_, l);
       if (!blas || (!is_head && l != L - 2)) {
-        const bool masked = ops_->forward(space, in1, in2, w, b, !is_head, out, is_head ? ReluBitmask() : bitmask(l));
+        // A bitmask only for rows a backward can take (its scratch holds
+        // max_backward_rows; a larger forward, e.g. the collector's, has none).
+        const bool fits = !is_head && static_cast<int>(in1.extent(0)) <= max_backward_rows_;
+        const bool masked = ops_->forward(space, in1, in2, w, b, !is_head, out, fits ? bitmask(l) : ReluBitmask());
         if (!is_head) mask_rows_[std::size_t(l)] = masked ? static_cast<int>(in1.extent(0)) : 0;
         continue;
       }

@@ -133,17 +133,27 @@ TEST_CASE("cuBLASLt forward epilogues match float64 products and ReLU signs", "[
       }
     }
   }
-  // One plan per shape and epilogue, looked up once: a second round of
-  // calls adds none.
-  const std::size_t plans = lt.plans();
-  CHECK(plans >= shapes().size());
+}
+
+TEST_CASE("cuBLASLt plans are looked up once per shape and reused", "[dense][epilogue]") {
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32);
   const Shape& s = shapes().front();
   const auto X = foxrl::test::to_device(space, random_values(std::size_t(s.rows) * s.in, 1), s.rows, s.in);
   const auto W = foxrl::test::to_device(space, random_values(std::size_t(s.out) * s.in, 2), s.out, s.in);
   const auto Bv = foxrl::test::to_device(space, random_values(std::size_t(s.out), 3));
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", s.rows, s.out);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", s.rows, s.out),
+      Z("foxrl::test::Z", s.rows, s.out);
+  CHECK(lt.plans() == 0);
   CHECK(lt.forward(space, X, W, Bv, true, Y, foxrl::ReluBitmask()));
-  CHECK(lt.plans() == plans);
+  CHECK(lt.plans() == 1);
+  // The same shape into another output buffer of the same alignment: the
+  // plan is reused; another epilogue is another plan.
+  CHECK(lt.forward(space, X, W, Bv, true, Z, foxrl::ReluBitmask()));
+  CHECK(lt.plans() == 1);
+  CHECK(lt.forward(space, X, W, Bv, false, Z, foxrl::ReluBitmask()));
+  CHECK(lt.plans() == 2);
   CHECK(lt.unsupported_plans() == 0);
 }
 

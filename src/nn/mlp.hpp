@@ -128,8 +128,15 @@ class Mlp {
     for (int l = 0; l < L; ++l) {
       const bool is_head = l == L - 1;
       const auto out = is_head ? head : matrix_rows(act_[l], 0, n);
-      const ConstMatrix<memory_space> in1 = l == 0 ? x1 : ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, n));
-      const ConstMatrix<memory_space> in2 = l == 0 ? x2 : ConstMatrix<memory_space>();
+      // Past the first layer the two input blocks sit in one activation
+      // matrix; a layer with a ReLU bitmask still takes them as two, so the
+      // mask covers x1's rows (the backward's).
+      const bool two_blocks = !is_head && l > 0 && masks_[std::size_t(l)].extent(0) > 0 && n > n1;
+      const ConstMatrix<memory_space> in1 =
+          l == 0 ? x1 : ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, two_blocks ? n1 : n));
+      const ConstMatrix<memory_space> in2 = l == 0       ? x2
+                                            : two_blocks ? ConstMatrix<memory_space>(matrix_rows(act_[l - 1], n1, n))
+                                                         : ConstMatrix<memory_space>();
       const ConstMatrix<memory_space> w = layer_weight(params, layout_, l);
       const ConstVector<memory_space> b = layer_bias(params, layout_, l);
       if (!blas || (!is_head && l != L - 2)) {

@@ -29,6 +29,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -62,6 +63,8 @@ class StreamGraphs {
   std::int64_t replays() const { return 0; }
   /// Keys whose capture failed (always 0 here).
   int failed_captures() const { return 0; }
+  /// Distinct keys seen so far (always 0 here).
+  std::size_t keys() const { return 0; }
 };
 
 #ifdef KOKKOS_ENABLE_CUDA
@@ -118,6 +121,10 @@ class StreamGraphs<Kokkos::Cuda> {
 
   std::int64_t replays() const { return replays_; }
   int failed_captures() const { return failed_; }
+  /// Distinct keys seen so far (at most max_graphs are kept): many keys and
+  /// few replays mean the work's key (or the Kokkos scratch in it) changes
+  /// from call to call.
+  std::size_t keys() const { return entries_.size(); }
 
  private:
   struct Entry {

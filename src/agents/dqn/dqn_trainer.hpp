@@ -179,6 +179,10 @@ class DqnTrainer {
 
   /// Replays of the iteration graph so far (0 off CUDA or with graphs off).
   std::int64_t iteration_graph_replays() const { return iteration_graphs_->replays(); }
+  /// Distinct iteration keys seen and failed captures of the iteration
+  /// graph (diagnostics: why an iteration is not replayed).
+  std::size_t iteration_graph_keys() const { return iteration_graphs_->keys(); }
+  int iteration_graph_failed_captures() const { return iteration_graphs_->failed_captures(); }
 
   /// Runs one epoch of `iterations_per_epoch` iterations and returns its
   /// record (after the epoch's one fence).

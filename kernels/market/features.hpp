@@ -67,7 +67,7 @@ void compute_bar_features(const ExecSpace& space, const MarketBars<typename Exec
   const auto b = bars;
   const auto f = features;
   Kokkos::parallel_for(
-      "foxrl::Features::bar", Kokkos::RangePolicy<ExecSpace>(space, 0, L), KOKKOS_LAMBDA(int t) {
+      "foxrl::Features::bar", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)), KOKKOS_LAMBDA(int t) {
         const double prev = t == 0 ? b.open(0) : b.close(t - 1);
         f.log_return(t) = static_cast<float>(math::log(b.close(t) / prev));
         f.range(t) = static_cast<float>(math::log(b.high(t) / b.low(t)));
@@ -75,7 +75,7 @@ void compute_bar_features(const ExecSpace& space, const MarketBars<typename Exec
       });
   const int W = stats_window;
   Kokkos::parallel_for(
-      "foxrl::Features::rolling", Kokkos::RangePolicy<ExecSpace>(space, 0, L), KOKKOS_LAMBDA(int t) {
+      "foxrl::Features::rolling", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)), KOKKOS_LAMBDA(int t) {
         const int first = t - W + 1 < 0 ? 0 : t - W + 1;
         const double n = static_cast<double>(t - first + 1);
         double sr = 0, sv = 0;
@@ -111,7 +111,8 @@ void build_observations(const ExecSpace& space, const BarFeatures<typename ExecS
   const int D = spec.obs_dim();
   const int n = static_cast<int>(times.extent(0));
   Kokkos::parallel_for(
-      "foxrl::Features::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, n * D), KOKKOS_LAMBDA(int idx) {
+      "foxrl::Features::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
+      KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
         obs(i, j) = kernels::observation_value(f, set, W, times(i), positions(i), j);
       });

@@ -84,7 +84,7 @@ void market_step(const ExecSpace& space, const MarketStep<typename ExecSpace::me
 /// observations follow with build_observations).
 template <class ExecSpace>
 void market_reset(const ExecSpace& space, const MarketStep<typename ExecSpace::memory_space>& f) {
-  Kokkos::parallel_for("foxrl::MarketEnv::reset", Kokkos::RangePolicy<ExecSpace>(space, 0, f.s.size()),
+  Kokkos::parallel_for("foxrl::MarketEnv::reset", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, f.s.size())),
                        MarketReset<typename ExecSpace::memory_space>{f});
 }
 
@@ -103,7 +103,8 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
                               const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& obs) {
   const int num_envs = static_cast<int>(nt.extent(0));
   Kokkos::parallel_for(
-      "foxrl::MarketEnv::observations", Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D), KOKKOS_LAMBDA(int idx) {
+      "foxrl::MarketEnv::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D)),
+      KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
         const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
         next_obs(i, j) = v;
@@ -117,7 +118,8 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
 template <class ExecSpace>
 void market_set_start(const ExecSpace& space, const MarketState<typename ExecSpace::memory_space>& s, int env, int t0) {
   Kokkos::parallel_for(
-      "foxrl::MarketEnv::set_start", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
+      "foxrl::MarketEnv::set_start", compat::light(Kokkos::RangePolicy<ExecSpace>(space, env, env + 1)),
+      KOKKOS_LAMBDA(int i) {
         s.time(i) = t0;
         s.position(i) = 0;
         s.episode_steps(i) = 0;

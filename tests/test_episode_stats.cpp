@@ -22,7 +22,7 @@ TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   constexpr int window = foxrl::EpisodeStats<Exec>::window;
-  for (const int n : {7, 1000, 65539}) {
+  for (const int n : {7, 1000, 2048, 65539}) {
     INFO(n << " envs");
     foxrl::EpisodeStats<Exec> stats(space, n);
     std::vector<double> running(static_cast<std::size_t>(n), 0.0);

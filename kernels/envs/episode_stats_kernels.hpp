@@ -27,7 +27,10 @@ KOKKOS_INLINE_FUNCTION float episode_unpack_return(std::uint64_t packed) {
 }
 
 /// The most envs whose step one team records (a few passes of its scan).
-constexpr int episode_stats_one_team_envs = 8192;
+/// On the H200 one team took 16 us for 4,096 envs, the device-wide path's
+/// three launches 12 (market-throughput: 351.5 -> 344.6 us per iteration
+/// with this limit at 2,048 instead of 8,192; perf/NOTES.md).
+constexpr int episode_stats_one_team_envs = 2048;
 
 /// The Views of one record and env i's part of its scan: the running
 /// return, and for an episode that ended, its offer to its ring slot's

@@ -107,21 +107,29 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
   const auto& space = context.space();
   const int obs = 5, B = 37, B2 = 20;
   // The blas backend also with fused gemm epilogues where it has them
-  // (CUDA): the trunk's ReLU bitmasks then carry the backward's masks.
-  std::vector<std::pair<foxrl::DenseBackend, bool>> variants = {{foxrl::DenseBackend::portable, false},
-                                                                {foxrl::DenseBackend::blas, false}};
-  if (foxrl::EpilogueGemm<Exec>::available) variants.emplace_back(foxrl::DenseBackend::blas, true);
+  // (CUDA): bias + ReLU in the forward's epilogue, and with ReLU bitmasks
+  // the trunk's masks also carry the backward's.
+  enum class Epilogues { off, bias_relu, with_masks };
+  std::vector<std::pair<foxrl::DenseBackend, Epilogues>> variants = {{foxrl::DenseBackend::portable, Epilogues::off},
+                                                                     {foxrl::DenseBackend::blas, Epilogues::off}};
+  if (foxrl::EpilogueGemm<Exec>::available) {
+    variants.emplace_back(foxrl::DenseBackend::blas, Epilogues::bias_relu);
+    variants.emplace_back(foxrl::DenseBackend::blas, Epilogues::with_masks);
+  }
   for (const auto& [backend, epilogues] : variants) {
+    const bool masks = epilogues == Epilogues::with_masks;
     for (const Shape& shape : {Shape{{120, 84}, 1}, Shape{{120, 84}, 11}, Shape{{}, 3}, Shape{{120, 84, 33}, 3}}) {
       const auto layout = foxrl::NetworkLayout::plain(obs, shape.hidden, shape.outputs);
       const int N = layout.head_outputs();
-      DYNAMIC_SECTION(foxrl::to_string(backend) << (epilogues ? " with fused epilogues " : " ") << layout.describe()) {
+      DYNAMIC_SECTION(foxrl::to_string(backend) << (epilogues == Epilogues::off ? " " : " with fused epilogues ")
+                                                << (masks ? "and bitmasks " : "") << layout.describe()) {
         CHECK(N == shape.outputs);
         foxrl::ParameterSet<Mem> params(space, layout, "foxrl::test::params");
         foxrl::kernels::init_weights(space, params.flat, layout, 17, foxrl::InitScheme::torch_default);
         const auto grads = foxrl::alloc_flat(space, layout, "foxrl::test::grads");
         auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, backend);
-        ops->set_fused_epilogues(space, epilogues);
+        ops->set_fused_epilogues(space, epilogues != Epilogues::off);
+        ops->set_epilogue_masks(masks);
         const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
         const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
         foxrl::Mlp<Exec> mlp(space, layout, B + B2, B, ops, scratch, "foxrl::test::mlp");
@@ -135,10 +143,10 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         const auto out = mlp.forward(space, params.flat, X1, X2);
         REQUIRE(out.extent(0) == std::size_t(B + B2));
         REQUIRE(out.extent(1) == std::size_t(N));
-        // With fused epilogues every trunk layer but the last (which the head
-        // kernel finishes) holds its ReLU bitmask of the B backward rows.
+        // With bitmasks every trunk layer but the last (which the head kernel
+        // finishes) holds its ReLU bitmask of the B backward rows.
         for (int l = 0; l < layout.num_hidden(); ++l)
-          CHECK(mlp.relu_mask_rows(l) == (epilogues && l + 1 < layout.num_hidden() ? B : 0));
+          CHECK(mlp.relu_mask_rows(l) == (masks && l + 1 < layout.num_hidden() ? B : 0));
         mlp.backward(space, params.flat, X1, foxrl::ConstMatrix<Mem>(C), grads);
 
         const auto p = foxrl::test::flat_host(space, params.flat);

@@ -1,7 +1,8 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
-// FOXRL_CUDA_FUSED): on unless set to "0", so a user turns a fast path off
-// for a comparison or to rule it out while debugging.
+// FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES):
+// on unless set to "0", so a user turns a fast path off for a comparison or
+// to rule it out while debugging.
 
 #include <cstdlib>
 #include <cstring>
@@ -19,21 +20,22 @@ inline bool switch_on_in_environment(const char* name) {
 /// instead of their portable launch sequences.
 inline bool cuda_fused_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED"); }
 
-/// FOXRL_CUDA_ITERATION_GRAPH=1: the trainer's whole iteration as one graph.
-/// Opt-in (unset or any other value: off) until its measurements on the
-/// GPU are recorded (perf/NOTES.md); FOXRL_CUDA_GRAPHS=0 turns it off too.
-inline bool iteration_graph_allowed_by_environment() {
-  const char* value = std::getenv("FOXRL_CUDA_ITERATION_GRAPH");
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
+/// FOXRL_CUDA_ITERATION_GRAPH: the trainer's whole iteration as one graph
+/// (FOXRL_CUDA_GRAPHS=0 turns it off too; this one alone leaves the
+/// learner's graph of the update on).
+inline bool iteration_graph_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_ITERATION_GRAPH"); }
 
-/// FOXRL_CUDA_GEMM_EPILOGUES=1: the dense layers' bias, ReLU and
-/// bias-gradient work in the gemm's epilogue (cuBLASLt, nn/epilogue_gemm.hpp)
-/// instead of separate kernels. Opt-in (unset or any other value: off)
-/// until its measurements on the GPU are recorded (perf/NOTES.md).
-inline bool gemm_epilogues_allowed_by_environment() {
+/// FOXRL_CUDA_GEMM_EPILOGUES: the dense layers' bias + ReLU in the forward
+/// gemm's epilogue (cuBLASLt, nn/epilogue_gemm.hpp) instead of a separate
+/// kernel; "0" turns it off. "masks" also keeps the ReLU bitmasks, so the
+/// backward's dX product masks and forms the bias gradient in its
+/// epilogue (measured slower on the H200: perf/NOTES.md).
+inline bool gemm_epilogues_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_GEMM_EPILOGUES"); }
+
+/// FOXRL_CUDA_GEMM_EPILOGUES=masks (see above).
+inline bool gemm_epilogue_masks_requested_by_environment() {
   const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
-  return value != nullptr && std::strcmp(value, "1") == 0;
+  return value != nullptr && std::strcmp(value, "masks") == 0;
 }
 
 }  // namespace foxrl

@@ -8,9 +8,10 @@
 // runs: cuBLAS on CUDA through the handle this object owns, Kokkos Kernels
 // elsewhere) followed by foxrl's bandwidth-bound epilogue kernels
 // (bias_activation, relu_backward), or, where the library offers them and
-// the fused epilogues are on (FOXRL_CUDA_GEMM_EPILOGUES=1 on CUDA),
-// EpilogueGemm (cuBLASLt with the bias, ReLU, ReLU-mask and bias-gradient
-// work in the gemm's epilogue: nn/epilogue_gemm.hpp). Mlp (src/nn/mlp.hpp)
+// the fused epilogues are on (CUDA; FOXRL_CUDA_GEMM_EPILOGUES=0 turns them
+// off), EpilogueGemm (cuBLASLt with the bias and ReLU, and optionally the
+// ReLU-mask and bias-gradient work, in the gemm's epilogue:
+// nn/epilogue_gemm.hpp). Mlp (src/nn/mlp.hpp)
 // builds on these and on the same gemm.
 
 #include "core/environment_switch.hpp"
@@ -56,6 +57,14 @@ class DenseOps {
   /// Whether products run with their epilogues fused into the gemm
   /// (EpilogueGemm) where the library offers them.
   bool fused_epilogues() const { return epilogue_ != nullptr; }
+  /// Whether networks built on these ops keep ReLU bitmasks, so their
+  /// backward masks and forms the bias gradient in the dX product's
+  /// epilogue (with fused_epilogues(); off by default: on the H200 cuBLASLt
+  /// runs those epilogues as a second kernel, slower than the forward's
+  /// bias + ReLU alone with the mask kernel, perf/NOTES.md).
+  bool epilogue_masks() const { return epilogue_ != nullptr && epilogue_masks_; }
+  /// Set before building networks on these ops (as set_fused_epilogues).
+  void set_epilogue_masks(bool on) { epilogue_masks_ = on; }
 
   /// Turns the fused epilogues on or off (on: only where this backend has
   /// them: blas on CUDA). Networks built on these ops size their ReLU
@@ -234,6 +243,7 @@ class DenseOps {
   DenseBackend backend_;
   std::unique_ptr<RowMajorGemm<ExecSpace>> gemm_;
   std::unique_ptr<EpilogueGemm<ExecSpace>> epilogue_;
+  bool epilogue_masks_ = gemm_epilogue_masks_requested_by_environment();
 };
 
 }  // namespace foxrl

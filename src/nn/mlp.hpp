@@ -15,9 +15,9 @@
 // gradient, the head's weight gradient), then per trunk layer a gemm for dW
 // and (but the first) a gemm for dX plus one mask + bias-gradient kernel.
 // With DenseOps' fused epilogues, the trunk's forward products add bias +
-// ReLU themselves and a network built for backward keeps each of their
-// ReLU bitmasks, so the backward's dX product applies the mask and forms the
-// bias gradient in its epilogue (one launch instead of two).
+// ReLU themselves; with its epilogue masks too, a network built for
+// backward keeps each of their ReLU bitmasks, so the backward's dX product
+// applies the mask and forms the bias gradient in its epilogue.
 // portable backend: one tiled launch per product (DenseOps).
 // docs/design.md lists the launches.
 
@@ -87,7 +87,7 @@ class Mlp {
     mask_rows_.assign(std::size_t(layout_.num_hidden()), 0);
     // Bitmasks for the trunk layers whose forward is a DenseOps product (all
     // hidden layers but the last, which the head kernel finishes).
-    if (max_backward_rows > 0 && ops_->fused_epilogues())
+    if (max_backward_rows > 0 && ops_->epilogue_masks())
       for (int l = 0; l + 1 < layout_.num_hidden(); ++l)
         masks_[std::size_t(l)] = Kokkos::View<std::uint8_t*, memory_space>(
             Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::relu_mask" + std::to_string(l)),

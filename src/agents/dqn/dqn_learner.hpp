@@ -277,7 +277,8 @@ class DqnLearner {
   std::int64_t graph_replays() const { return graphs_->replays(); }
 
   /// Whether the networks' products run with fused gemm epilogues
-  /// (DenseOps::fused_epilogues; FOXRL_CUDA_GEMM_EPILOGUES=1 on CUDA).
+  /// (DenseOps::fused_epilogues: on by default on CUDA, FOXRL_CUDA_GEMM_EPILOGUES=0
+  /// turns them off).
   bool fused_gemm_epilogues() const { return ops_->fused_epilogues(); }
 
   /// Sets (or, with an empty function, clears) the hook update() calls

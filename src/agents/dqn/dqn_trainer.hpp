@@ -145,8 +145,8 @@ class DqnTrainer {
   /// One iteration: collector step, then the update round if it is due.
   /// Its launches read the per-iteration counters from the device clock
   /// (agents/dqn/iteration_clock.hpp), so that on CUDA the whole iteration
-  /// can run as one captured graph (FOXRL_CUDA_ITERATION_GRAPH=1), replayed
-  /// while its shape (see iteration_key) stays the same.
+  /// runs as one captured graph (FOXRL_CUDA_ITERATION_GRAPH=0 turns it
+  /// off), replayed while its shape (see iteration_key) stays the same.
   void iterate() {
     const auto& space = context_.space();
     const bool finished = collector_->nstep().will_emit();

@@ -9,6 +9,7 @@
 #include "agents/dqn/dqn_trainer.hpp"
 #include "support/env_test_util.hpp"
 #include "support/same_checkpoint.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
 
@@ -19,30 +20,6 @@
 #include <type_traits>
 
 namespace {
-
-/// Sets an environment variable for the lifetime of the object.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    const char* saved = std::getenv(name);
-    had_ = saved != nullptr;
-    if (had_) saved_ = saved;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnvironment() {
-    if (had_)
-      setenv(name_, saved_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string saved_;
-};
 
 template <class Exec>
 constexpr bool is_cuda() {
@@ -75,11 +52,11 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
 
   std::int64_t replays = -1, direct_replays = -1;
   {
-    ScopedEnvironment on("FOXRL_CUDA_ITERATION_GRAPH", "1");
+    foxrl::test::ScopedEnvironment on("FOXRL_CUDA_ITERATION_GRAPH", "1");
     replays = run_and_save<Exec>(config, graphed);
   }
   {
-    ScopedEnvironment off("FOXRL_CUDA_ITERATION_GRAPH", "0");
+    foxrl::test::ScopedEnvironment off("FOXRL_CUDA_ITERATION_GRAPH", "0");
     config.out_dir = direct;
     direct_replays = run_and_save<Exec>(config, direct);
   }

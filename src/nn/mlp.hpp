@@ -322,7 +322,7 @@ class Mlp {
   std::vector<matrix> act_;
   matrix out_;
   Kokkos::View<float*, memory_space> d_act_[2];
-  /// Per hidden layer: its ReLU bitmask (fused epilogues only) and how many
+  /// Per hidden layer: its ReLU bitmask (DenseOps::epilogue_masks only) and how many
   /// of the last forward's rows it holds (0: none, the mask kernel runs).
   std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
   std::vector<int> mask_rows_;

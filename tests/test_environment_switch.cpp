@@ -1,0 +1,78 @@
+// The environment switches of core/environment_switch.hpp: the CUDA fast
+// paths are on unless their variable is "0", and the gemm epilogues' ReLU
+// bitmasks only with FOXRL_CUDA_GEMM_EPILOGUES=masks. A DenseOps built
+// under each setting takes it up.
+#include "core/environment_switch.hpp"
+#include "core/execution_context.hpp"
+#include "core/stream_graph.hpp"
+#include "nn/dense_ops.hpp"
+#include "support/scoped_environment.hpp"
+#include "support/test_spaces.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
+  using foxrl::test::ScopedEnvironment;
+  const std::vector<std::pair<const char*, bool (*)()>> switches = {
+      {"FOXRL_CUDA_GRAPHS", &foxrl::cuda_graphs_allowed_by_environment},
+      {"FOXRL_CUDA_ITERATION_GRAPH", &foxrl::iteration_graph_allowed_by_environment},
+      {"FOXRL_CUDA_FUSED", &foxrl::cuda_fused_allowed_by_environment},
+      {"FOXRL_CUDA_GEMM_EPILOGUES", &foxrl::gemm_epilogues_allowed_by_environment}};
+  for (const auto& [name, allowed] : switches) {
+    INFO(name);
+    {
+      ScopedEnvironment unset(name, nullptr);
+      CHECK(allowed());
+    }
+    for (const char* on : {"1", "yes", "masks", ""}) {
+      ScopedEnvironment set(name, on);
+      CHECK(allowed());
+    }
+    ScopedEnvironment off(name, "0");
+    CHECK_FALSE(allowed());
+  }
+}
+
+TEST_CASE("the gemm epilogues keep ReLU bitmasks only when asked for", "[switch]") {
+  using foxrl::test::ScopedEnvironment;
+  const std::string name = "FOXRL_CUDA_GEMM_EPILOGUES";
+  {
+    ScopedEnvironment unset(name.c_str(), nullptr);
+    CHECK_FALSE(foxrl::gemm_epilogue_masks_requested_by_environment());
+  }
+  for (const char* value : {"1", "0", "mask", "MASKS"}) {
+    ScopedEnvironment set(name.c_str(), value);
+    CHECK_FALSE(foxrl::gemm_epilogue_masks_requested_by_environment());
+  }
+  ScopedEnvironment masks(name.c_str(), "masks");
+  CHECK(foxrl::gemm_epilogue_masks_requested_by_environment());
+}
+
+TEMPLATE_TEST_CASE("DenseOps takes the epilogue switches from the environment when built", "[switch][dense]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using foxrl::test::ScopedEnvironment;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // Fused epilogues exist only where EpilogueGemm does (the blas backend on
+  // CUDA); elsewhere both queries say no whatever the environment says.
+  const bool available = foxrl::EpilogueGemm<Exec>::available;
+  for (const char* value : {static_cast<const char*>(nullptr), "1", "0", "masks"}) {
+    const std::string shown = value == nullptr ? "unset" : value;
+    INFO("FOXRL_CUDA_GEMM_EPILOGUES " << shown);
+    ScopedEnvironment set("FOXRL_CUDA_GEMM_EPILOGUES", value);
+    const bool on = shown != "0";
+    foxrl::DenseOps<Exec> blas(space, foxrl::DenseBackend::blas);
+    CHECK(blas.fused_epilogues() == (available && on));
+    CHECK(blas.epilogue_masks() == (available && shown == "masks"));
+    blas.set_epilogue_masks(true);
+    CHECK(blas.epilogue_masks() == (available && on));
+    foxrl::DenseOps<Exec> portable(space, foxrl::DenseBackend::portable);
+    CHECK_FALSE(portable.fused_epilogues());
+    CHECK_FALSE(portable.epilogue_masks());
+  }
+}

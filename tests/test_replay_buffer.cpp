@@ -361,45 +361,56 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
     int max_update;
     int steps;
   };
-  std::map<std::int64_t, std::vector<float>> final_tree;  // per capacity, top-owner run
-  for (const bool below_top : {false, true})
-    for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
-      INFO("capacity " << c.capacity << ", update teams own nodes " << (below_top ? "below the top" : "at the top"));
-      const Synthetic syn{c.num_envs, 2, 3, 0};
-      auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
-      foxrl::ReplayBuffer<Exec> buffer(space, config);
-      buffer.set_update_owner_below_top(below_top);
-      PriorityModel model(c.capacity, config.alpha, config.eps);
+  // alpha = 0 (uniform replay) too, where every update leaves the leaves
+  // as they are but for the rare non-finite td (quarantine), and the update
+  // with and without skipping unchanged leaves.
+  std::map<std::pair<std::int64_t, float>, std::vector<float>> final_tree;  // per capacity and alpha, first run
+  for (const float alpha : {0.6f, 0.0f})
+    for (const bool skip_unchanged : {true, false})
+      for (const bool below_top : {false, true})
+        for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
+          INFO("capacity " << c.capacity << ", alpha " << alpha << ", update teams own nodes "
+                           << (below_top ? "below the top" : "at the top") << (skip_unchanged ? ", skipping" : ""));
+          const Synthetic syn{c.num_envs, 2, 3, 0};
+          auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
+          config.alpha = alpha;
+          foxrl::ReplayBuffer<Exec> buffer(space, config);
+          buffer.set_update_owner_below_top(below_top);
+          buffer.set_update_skip_unchanged(skip_unchanged);
+          PriorityModel model(c.capacity, config.alpha, config.eps);
 
-      std::mt19937_64 rng(7);
-      std::int64_t t = 0;
-      for (int step = 0; step < c.steps; ++step) {
-        if (buffer.size() == 0 || rng() % 3 == 0) {
-          buffer.insert(space, make_transitions(space, syn, t++));
-          model.insert(syn.num_envs);
-        } else {
-          const int n = 1 + int(rng() % std::uint64_t(c.max_update));
-          std::vector<std::int64_t> idx(n);
-          std::vector<float> td(n);
-          std::uniform_real_distribution<float> err(0.0f, 4.0f);
-          for (int e = 0; e < n; ++e) {
-            idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
-            td[e] = err(rng) * err(rng);  // spread over several orders of magnitude
+          std::mt19937_64 rng(7);
+          std::int64_t t = 0;
+          for (int step = 0; step < c.steps; ++step) {
+            if (buffer.size() == 0 || rng() % 3 == 0) {
+              buffer.insert(space, make_transitions(space, syn, t++));
+              model.insert(syn.num_envs);
+            } else {
+              const int n = 1 + int(rng() % std::uint64_t(c.max_update));
+              std::vector<std::int64_t> idx(n);
+              std::vector<float> td(n);
+              std::uniform_real_distribution<float> err(0.0f, 4.0f);
+              for (int e = 0; e < n; ++e) {
+                idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
+                td[e] = err(rng) * err(rng);  // spread over several orders of magnitude
+                if (rng() % 200 == 0) td[e] = std::numeric_limits<float>::quiet_NaN();  // quarantine
+              }
+              buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+              model.update(idx, td);
+            }
+            INFO("step " << step);
+            check_tree(space, buffer, model);
           }
-          buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
-          model.update(idx, td);
+          // Same draws, same tree bit for bit, whichever level the teams own and
+          // whether they skip unchanged leaves.
+          const auto tree = to_host(space, buffer.storage().tree);
+          std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
+          const auto key = std::make_pair(c.capacity, alpha);
+          if (final_tree.count(key) == 0)
+            final_tree[key] = flat;
+          else
+            CHECK(flat == final_tree[key]);
         }
-        INFO("step " << step);
-        check_tree(space, buffer, model);
-      }
-      // Same draws, same tree bit for bit, whichever level the teams own.
-      const auto tree = to_host(space, buffer.storage().tree);
-      std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
-      if (!below_top)
-        final_tree[c.capacity] = flat;
-      else
-        CHECK(flat == final_tree[c.capacity]);
-    }
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest priority wins", "[replay]",

@@ -361,6 +361,9 @@ struct ReplaySampleFunctor {
 /// (atomic max: order-free). With the owner level below the top, the last
 /// team to finish (ticket) recomputes the top level; every node is still
 /// the left-to-right sum of its children, as with the top-level owners.
+/// A team whose leaves all hold their new mass already (uniform replay,
+/// alpha = 0, where every mass is 1 but a quarantine's) writes nothing but
+/// the maximum.
 /// Duplicate slots in a batch: the largest priority wins (every occurrence
 /// first clears the leaf, then all take an atomic max; duplicates share a
 /// team), which is deterministic and errs towards replaying the transition.
@@ -389,6 +392,9 @@ struct ReplayUpdateFunctor {
   /// shorter per-team chains; the top level is then refreshed by the last
   /// team to finish.
   int owner_level = 0;
+  /// Skip the leaves and the refresh of a team whose leaves all hold their
+  /// new mass already (the same tree bit for bit; off only to test that).
+  bool skip_unchanged = true;
 
   /// Scratch bytes per team for `entries` update entries.
   static std::size_t scratch_bytes(int entries, int groups) {
@@ -433,31 +439,29 @@ struct ReplayUpdateFunctor {
     team.team_barrier();
     const int m = local_slot(n);
     if (m > 0) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m),
-                           [&](const int i) { st.tree(shape.leaf(local_slot(i))) = 0.0f; });
-      team.team_barrier();
-      float team_max = 0.0f;
       const float a = alpha;
+      float team_max = 0.0f;
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(team, m),
           [&](const int i, float& highest) {
-            const float priority = local_priority(i);
-            Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(priority, a));
-            if (priority > highest) highest = priority;
+            if (local_priority(i) > highest) highest = local_priority(i);
           },
           Kokkos::Max<float>(team_max));
-      team.team_barrier();
-
-      for (int level = 1; level <= own; ++level) {
-        // The owned node is this team's own: refresh it once.
-        const int count = level == own ? 1 : m;
-        sum_tree_refresh_level(
-            team, st.tree, shape, level, count,
-            [&](const int i) -> std::int64_t {
-              return level == own ? owner : SumTreeShape::ancestor(local_slot(i), level);
+      // Leaves that already hold their new mass (every one under alpha = 0,
+      // uniform replay, but a quarantine) leave the tree as it is: every
+      // node is the left-to-right sum of its children, so a refresh would
+      // write back the same bits. Duplicates that disagree count as a change.
+      int changed = 1;
+      if (skip_unchanged) {
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, m),
+            [&](const int i, int& count) {
+              count += st.tree(shape.leaf(local_slot(i))) != priority_mass(local_priority(i), a) ? 1 : 0;
             },
-            buf);
+            Kokkos::Sum<int>(changed));
       }
+      team.team_barrier();
+      if (changed > 0) update_leaves(team, local_slot, local_priority, m, buf);
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
         if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
       });
@@ -480,6 +484,36 @@ struct ReplayUpdateFunctor {
       for (int j = 0; j < K; ++j) sum += buf(g * K + j);
       st.tree(parents + g) = sum;
     });
+  }
+
+  /// Writes the m compacted entries' leaves (each cleared, then the
+  /// largest mass of its duplicates) and recomputes their ancestors level
+  /// by level up to this team's own node.
+  template <class Slots, class Priorities, class Buffer>
+  KOKKOS_INLINE_FUNCTION void update_leaves(const member_type& team, const Slots& local_slot,
+                                            const Priorities& local_priority, const int m, const Buffer& buf) const {
+    const auto& st = storage;
+    const auto& shape = layout.tree_shape;
+    const int own = owner_level;
+    const std::int64_t owner = team.league_rank();
+    const float a = alpha;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m),
+                         [&](const int i) { st.tree(shape.leaf(local_slot(i))) = 0.0f; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) {
+      Kokkos::atomic_fetch_max(&st.tree(shape.leaf(local_slot(i))), priority_mass(local_priority(i), a));
+    });
+    team.team_barrier();
+    for (int level = 1; level <= own; ++level) {
+      // The owned node is this team's own: refresh it once.
+      const int count = level == own ? 1 : m;
+      sum_tree_refresh_level(
+          team, st.tree, shape, level, count,
+          [&](const int i) -> std::int64_t {
+            return level == own ? owner : SumTreeShape::ancestor(local_slot(i), level);
+          },
+          buf);
+    }
   }
 };
 

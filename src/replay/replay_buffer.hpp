@@ -174,6 +174,7 @@ class ReplayBuffer {
     // One team per node of the owner level: each owns a disjoint subtree.
     const int top = layout_.tree_shape.top();
     functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
+    functor.skip_unchanged = update_skip_unchanged_;
     const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
     kernels::replay_update_priorities(space, functor, league, update_team_size_, scratch);
   }
@@ -183,6 +184,11 @@ class ReplayBuffer {
   /// Both give the same tree bit for bit; this only moves work between
   /// teams (tests run both on every backend).
   void set_update_owner_below_top(bool below) { update_below_top_ = below; }
+  /// Whether the priority update's teams skip leaves that already hold
+  /// their new mass (true, the default: under alpha = 0 every leaf but a
+  /// quarantined one) or rewrite and refresh them anyway (false). Both give
+  /// the same tree bit for bit (tests run both).
+  void set_update_skip_unchanged(bool skip) { update_skip_unchanged_ = skip; }
 
   /// Transitions stored: min(inserted, capacity).
   std::int64_t size() const { return std::min(inserted_, layout_.capacity); }
@@ -391,6 +397,7 @@ class ReplayBuffer {
   int update_team_size_ = 1;
   int update_refresh_groups_ = 64;
   bool update_below_top_ = false;  ///< owner level below the top (GPUs)
+  bool update_skip_unchanged_ = true;
   int insert_team_size_ = 1;
   int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;

@@ -401,10 +401,11 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
             INFO("step " << step);
             check_tree(space, buffer, model);
           }
-          // Same draws, same tree bit for bit, whichever level the teams own and
+          // Same draws, same tree (and maximum priority) bit for bit, whichever level the teams own and
           // whether they skip unchanged leaves.
           const auto tree = to_host(space, buffer.storage().tree);
           std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
+          flat.push_back(to_host(space, buffer.storage().max_priority)());
           const auto key = std::make_pair(c.capacity, alpha);
           if (final_tree.count(key) == 0)
             final_tree[key] = flat;

@@ -427,26 +427,25 @@ struct ReplayUpdateFunctor {
     // a barrier chain per team-sized block of the batch.)
     Kokkos::single(Kokkos::PerTeam(team), [&]() { local_slot(n) = 0; });
     team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) {
-      const std::int64_t s = idx(i);
-      const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
-                        st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
-      if (!mine) return;
-      const int at = Kokkos::atomic_fetch_add(&local_slot(n), 1);
-      local_slot(at) = static_cast<std::int32_t>(s);
-      local_priority(at) = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
-    });
+    float team_max = 0.0f;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, n),
+        [&](const int i, float& highest) {
+          const std::int64_t s = idx(i);
+          const bool mine = s >= 0 && s < size && SumTreeShape::ancestor(s, own) == owner &&
+                            st.next_ref(s) != replay_next_evicted && !(td(i) < 0.0f);
+          if (!mine) return;
+          const int at = Kokkos::atomic_fetch_add(&local_slot(n), 1);
+          const float priority = foxrl::math::isfinite(td(i)) ? foxrl::math::fabs(td(i)) + e : 0.0f;
+          local_slot(at) = static_cast<std::int32_t>(s);
+          local_priority(at) = priority;
+          if (priority > highest) highest = priority;
+        },
+        Kokkos::Max<float>(team_max));
     team.team_barrier();
     const int m = local_slot(n);
     if (m > 0) {
       const float a = alpha;
-      float team_max = 0.0f;
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, m),
-          [&](const int i, float& highest) {
-            if (local_priority(i) > highest) highest = local_priority(i);
-          },
-          Kokkos::Max<float>(team_max));
       // Leaves that already hold their new mass (every one under alpha = 0,
       // uniform replay, but a quarantine) leave the tree as it is: every
       // node is the left-to-right sum of its children, so a refresh would

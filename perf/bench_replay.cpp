@@ -1,6 +1,8 @@
 // Replay buffer micro-benchmark: insert of num_envs transitions, sample of a
 // batch, priority update of a batch, and sample + update together, at
-// capacities 2^20 and 2^24 (--quick: 2^12 and 2^14 for host runs).
+// capacities 2^20 and 2^24 (--quick: 2^12 and 2^14 for host runs). Under
+// uniform replay (alpha = 0, market-throughput's setting) insert, sample and
+// update are also timed with and without the shortcuts for unchanged masses.
 //
 // Per measurement one JSON line: median microseconds of single operations
 // (each followed by an instance fence, so launch and sync latency included),
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -118,7 +121,7 @@ void report(const std::string& op, const std::string& config, double median_us, 
   std::fflush(stdout);
 }
 
-void run(const Options& opt, std::int64_t capacity, int obs_dim) {
+void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha) {
   foxrl::ExecutionContext<Exec> context(1);
   const Exec& space = context.space();
   const int num_envs = 4096, batch = 1024, n_step = 3;
@@ -129,6 +132,7 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
   config.n_step = n_step;
   config.max_batch = batch;
   config.seed = 7;
+  config.alpha = alpha;
   foxrl::ReplayBuffer<Exec> buffer(space, config);
   const auto transitions = make_transitions(space, num_envs, obs_dim, 11);
   Kokkos::View<float*, Mem> td(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::bench::td"), batch);
@@ -141,7 +145,7 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
 
   const std::string cfg = "capacity=" + std::to_string(capacity) + " obs_dim=" + std::to_string(obs_dim) +
                           " num_envs=" + std::to_string(num_envs) + " batch=" + std::to_string(batch) +
-                          " n_step=" + std::to_string(n_step);
+                          " n_step=" + std::to_string(n_step) + (alpha == 0.0f ? " alpha=0" : "");
   const double D = obs_dim;
   const double levels = buffer.layout().tree_shape.levels;
   const double bpt = buffer.bytes_per_transition();
@@ -168,6 +172,27 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim) {
   };
   const int reps = opt.repeats;
   const int ops = opt.stream_ops;
+  if (alpha == 0.0f) {
+    // Uniform replay: the shortcuts for unchanged masses against the
+    // general path (the ring is full and every mass is 1).
+    for (const bool shortcuts : {true, false}) {
+      buffer.set_unchanged_mass_shortcuts(shortcuts);
+      const std::string suffix = shortcuts ? "" : "_general";
+      const std::vector<std::pair<std::string, std::function<void()>>> ops_of{
+          {"insert", insert}, {"sample", sample}, {"update", update}};
+      const double bytes_of[] = {insert_bytes, sample_bytes, update_bytes};
+      for (std::size_t i = 0; i < ops_of.size(); ++i) {
+        const auto& op = ops_of[i].second;
+        report(ops_of[i].first + suffix, cfg, time_single(space, reps, op), time_stream(space, ops, op), reps,
+               bytes_of[i], launches_of([&] {
+                 op();
+                 context.fence("bench::audit");
+               }),
+               bpt);
+      }
+    }
+    return;
+  }
   report("insert", cfg, time_single(space, reps, insert), time_stream(space, ops, insert), reps, insert_bytes,
          launches_of([&] {
            insert();
@@ -209,7 +234,8 @@ int main(int argc, char* argv[]) {
   const std::vector<std::int64_t> capacities =
       opt.quick ? std::vector<std::int64_t>{1 << 12, 1 << 14} : std::vector<std::int64_t>{1 << 20, 1 << 24};
   for (const auto capacity : capacities) {
-    for (const int dim : {65, 4}) run(opt, capacity, dim);
+    for (const int dim : {65, 4}) run(opt, capacity, dim, 0.6f);
   }
+  run(opt, capacities.front(), 65, 0.0f);
   return 0;
 }

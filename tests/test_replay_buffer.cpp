@@ -362,27 +362,40 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
     int steps;
   };
   // alpha = 0 (uniform replay) too, where every update leaves the leaves
-  // as they are but for the rare non-finite td (quarantine), and the update
-  // with and without skipping unchanged leaves.
+  // as they are but for the rare non-finite td (quarantine), with and
+  // without the shortcuts for leaves that keep their mass (the insert's and
+  // the update's skip, the sample's unit draws). A sample after every step
+  // compares the draws and weights too.
   std::map<std::pair<std::int64_t, float>, std::vector<float>> final_tree;  // per capacity and alpha, first run
+  std::map<std::pair<std::int64_t, float>, std::vector<float>> first_draws;
   for (const float alpha : {0.6f, 0.0f})
-    for (const bool skip_unchanged : {true, false})
+    for (const bool shortcuts : {true, false})
       for (const bool below_top : {false, true})
-        for (const Case c : {Case{100, 6, 40, 60}, Case{33000, 2500, 1500, 40}}) {
+        for (const Case c : {Case{100, 6, 40, 90}, Case{33000, 2500, 1500, 60}}) {
           INFO("capacity " << c.capacity << ", alpha " << alpha << ", update teams own nodes "
-                           << (below_top ? "below the top" : "at the top") << (skip_unchanged ? ", skipping" : ""));
+                           << (below_top ? "below the top" : "at the top") << (shortcuts ? ", shortcuts" : ""));
           const Synthetic syn{c.num_envs, 2, 3, 0};
           auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
           config.alpha = alpha;
           foxrl::ReplayBuffer<Exec> buffer(space, config);
           buffer.set_update_owner_below_top(below_top);
-          buffer.set_update_skip_unchanged(skip_unchanged);
+          buffer.set_unchanged_mass_shortcuts(shortcuts);
           PriorityModel model(c.capacity, config.alpha, config.eps);
 
           std::mt19937_64 rng(7);
           std::int64_t t = 0;
+          std::vector<float> draws;
+          // How often the shortcuts' conditions held (alpha = 0): the ring
+          // full and every slot at mass 1 at an insert or a sample.
+          int unit_inserts = 0, unit_samples = 0;
+          const auto all_units = [&] {
+            for (std::int64_t s = 0; s < model.size(); ++s)
+              if (model.mass(s) != 1.0) return false;
+            return true;
+          };
           for (int step = 0; step < c.steps; ++step) {
             if (buffer.size() == 0 || rng() % 3 == 0) {
+              if (alpha == 0.0f && model.size() == c.capacity && all_units()) ++unit_inserts;
               buffer.insert(space, make_transitions(space, syn, t++));
               model.insert(syn.num_envs);
             } else {
@@ -400,18 +413,83 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
             }
             INFO("step " << step);
             check_tree(space, buffer, model);
+            if (alpha == 0.0f && all_units()) ++unit_samples;
+            const auto batch = buffer.sample(space, 37, 0.5f);
+            const auto slots = to_host(space, batch.indices);
+            const auto weights = to_host(space, batch.is_weights);
+            for (int k = 0; k < 37; ++k) {
+              draws.push_back(static_cast<float>(slots(k)));
+              draws.push_back(weights(k));
+            }
+          }
+          INFO("unit inserts " << unit_inserts << ", unit samples " << unit_samples);
+          if (alpha == 0.0f) {
+            if (c.capacity == 100) CHECK(unit_inserts > 0);  // the larger ring always holds a quarantine when full
+            CHECK(unit_samples > 0);
+            CHECK(unit_samples < c.steps);  // quarantines interrupt the unit draws
           }
           // Same draws, same tree (and maximum priority) bit for bit, whichever level the teams own and
-          // whether they skip unchanged leaves.
+          // whether the shortcuts are taken.
           const auto tree = to_host(space, buffer.storage().tree);
           std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
           flat.push_back(to_host(space, buffer.storage().max_priority)());
           const auto key = std::make_pair(c.capacity, alpha);
-          if (final_tree.count(key) == 0)
+          if (final_tree.count(key) == 0) {
             final_tree[key] = flat;
-          else
+            first_draws[key] = draws;
+          } else {
             CHECK(flat == final_tree[key]);
+            CHECK(draws == first_draws[key]);
+          }
         }
+}
+
+/// A draw's target given outright (sum_tree_draw's target_of).
+struct FixedTarget {
+  float target = 0.0f;
+  KOKKOS_INLINE_FUNCTION float operator()(float /*total*/) const { return target; }
+};
+
+TEST_CASE("sum_tree_unit_draw is the descent on a tree of unit masses", "[replay][sum_tree]") {
+  // Host trees whose first `filled` leaves hold 1, built like the device's
+  // (every node the left-to-right sum of its children); targets at and
+  // around every kind of edge: integers, just below them, the total and past it.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (const std::int64_t capacity : {1, 7, 32, 33, 100, 1025, 33000, 70000}) {
+    const auto shape = foxrl::SumTreeShape::for_leaves(capacity);
+    for (const std::int64_t filled : {std::int64_t(1), capacity / 2 + 1, capacity - 1, capacity}) {
+      if (filled < 1) continue;
+      Kokkos::View<float*, Kokkos::HostSpace> tree("foxrl::test::unit_tree", shape.size);
+      for (std::int64_t s = 0; s < filled; ++s) tree(shape.leaf(s)) = 1.0f;
+      for (int level = 1; level < shape.levels; ++level)
+        for (std::int64_t i = 0; i < shape.nodes[level]; ++i) {
+          float sum = 0.0f;
+          for (int j = 0; j < foxrl::sum_tree_fanout; ++j) sum += tree(shape.offset[level - 1] + i * 32 + j);
+          tree(shape.node(level, i)) = sum;
+        }
+      const float total = foxrl::kernels::sum_tree_total(tree, shape);
+      INFO("capacity " << capacity << ", filled " << filled);
+      REQUIRE(foxrl::kernels::sum_tree_all_units(total, filled));
+      CHECK_FALSE(foxrl::kernels::sum_tree_all_units(total, filled + 1));
+      std::vector<float> targets{0.0f, total, std::nextafter(total, 0.0f), std::nextafter(total, 2 * total),
+                                 total + 3.0f};
+      for (int i = 0; i < 200; ++i) {
+        const float whole = std::floor(unit(rng) * total);
+        targets.push_back(whole);
+        targets.push_back(std::nextafter(whole, 0.0f));
+        targets.push_back(std::nextafter(whole, total));
+        targets.push_back(foxrl::kernels::stratified_target(i % 64, unit(rng), 64, total));
+      }
+      for (const float target : targets) {
+        INFO("target " << target);
+        const auto descent = foxrl::kernels::sum_tree_draw(tree, shape, filled, FixedTarget{target});
+        const auto shortcut = foxrl::kernels::sum_tree_unit_draw(target, filled);
+        CHECK(shortcut.slot == descent.slot);
+        CHECK(shortcut.mass == descent.mass);
+      }
+    }
+  }
 }
 
 TEMPLATE_TEST_CASE("ReplayBuffer duplicate indices in one update: the largest priority wins", "[replay]",

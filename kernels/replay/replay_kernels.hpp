@@ -71,6 +71,9 @@ struct ReplayInsertFunctor {
   float alpha = 0.0f;
   int rows_per_team = 1;
   int refresh_groups = 1;  ///< tree nodes per staged chunk of team 0's refresh
+  /// Leaves that already hold the new mass (a full ring under alpha = 0)
+  /// are neither written nor refreshed (true); false rewrites them.
+  bool skip_unchanged = true;
 
   /// Scratch bytes per team.
   static std::size_t scratch_bytes(int groups) {
@@ -153,17 +156,30 @@ struct ReplayInsertFunctor {
     const std::int64_t head = st.boundary_head();
     const float mass = priority_mass(st.max_priority(), alpha);
 
-    std::int64_t boundaries = 0;
+    // One pass counts both the boundaries (high word) and, when skipping,
+    // the new slots whose leaf does not hold `mass` yet (low word).
+    constexpr std::int64_t one_boundary = std::int64_t(1) << 32;
+    const bool skip = skip_unchanged;
+    std::int64_t counts = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, lay.num_envs),
-        [&](const int i, std::int64_t& count) { count += in.next_is_successor(i) == 0 ? 1 : 0; }, boundaries);
+        [&](const int i, std::int64_t& count) {
+          count += in.next_is_successor(i) == 0 ? one_boundary : 0;
+          if (skip) count += st.tree(shape.leaf(at.slot(i))) != mass ? 1 : 0;
+        },
+        counts);
+    const std::int64_t boundaries = counts >> 32;
+    // Every new slot's leaf already holds its mass (the ring is full and
+    // every mass is 1): every node is the left-to-right sum of its
+    // children, so the slots' leaves and ancestors keep their bits.
+    const bool leaves_unchanged = skip && (counts & (one_boundary - 1)) == 0;
     if (boundaries == 0) {
       // Most inserts (every one between episode ends): no boundary ordinals
       // to number, so no team scan.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
         const std::int64_t s = at.slot(i);
         st.next_ref(s) = replay_next_is_successor;
-        st.tree(shape.leaf(s)) = mass;
+        if (!leaves_unchanged) st.tree(shape.leaf(s)) = mass;
       });
     } else {
       Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, lay.num_envs),
@@ -220,10 +236,12 @@ struct ReplayInsertFunctor {
     const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
     const int evictable = static_cast<int>(boundaries);
     detail::scratch_floats<ExecSpace> buf(team.team_scratch(0), std::size_t(refresh_groups) * sum_tree_fanout);
+    if (leaves_unchanged && evictable == 0) return;
     for (int level = 1; level <= shape.top(); ++level) {
       const std::int64_t lo1 = SumTreeShape::ancestor(s0, level);
-      const int n1 = static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
-      const int n2 = end2 >= 0 ? static_cast<int>(SumTreeShape::ancestor(end2, level) + 1) : 0;
+      // Unchanged new slots leave only the evicted slots' paths to refresh.
+      const int n1 = leaves_unchanged ? 0 : static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
+      const int n2 = leaves_unchanged || end2 < 0 ? 0 : static_cast<int>(SumTreeShape::ancestor(end2, level) + 1);
       sum_tree_refresh_level(
           team, st.tree, shape, level, n1 + n2 + evictable,
           [&](const int e) -> std::int64_t {
@@ -244,6 +262,9 @@ struct ReplayInsertFunctor {
 /// all threads, and folds its minimum leaf mass into a device scalar; the
 /// last team to finish turns the masses into max-normalised importance
 /// weights (p_min / p_i)^beta and resets the scalars for the next call.
+/// Under uniform replay with no quarantined slot (unit_masses) a draw is the
+/// floor of its target and every weight is 1: one line read, no descent and
+/// no last team.
 template <class ExecSpace>
 struct ReplaySampleFunctor {
   using memory_space = typename ExecSpace::memory_space;
@@ -261,6 +282,10 @@ struct ReplaySampleFunctor {
   CounterRead beta_clock;  ///< this update count
   int batch_size = 0;
   int rows_per_team = 1;  ///< draws per team
+  /// Every leaf holds 0 or 1 (alpha = 0): when every filled slot holds 1,
+  /// draws take sum_tree_unit_draw (the same slots, no descent) and every
+  /// weight is 1 (no last-team pass). False: always the descent.
+  bool unit_masses = false;
 
   /// Scratch bytes per team of `rows` draws.
   static std::size_t scratch_bytes(int rows) { return 2 * scratch_rows::shmem_size(rows); }
@@ -277,6 +302,9 @@ struct ReplaySampleFunctor {
     const std::int64_t written = inserted();
     const std::int64_t filled = written < lay.capacity ? written : lay.capacity;
     const auto draw_call = static_cast<std::uint64_t>(call());
+    // The same decision in every team: the tree does not change during a sample.
+    const float total = gather || !unit_masses ? 0.0f : sum_tree_total(st.tree, lay.tree_shape);
+    const bool units = !gather && unit_masses && sum_tree_all_units(total, filled);
 
     float team_min = detail::no_mass;
     Kokkos::parallel_reduce(
@@ -288,6 +316,11 @@ struct ReplaySampleFunctor {
           if (gather) {
             s = given(k);
             s = s < 0 ? 0 : (s >= filled ? filled - 1 : s);
+          } else if (units) {
+            const float u = counter_uniform(seed, draw_call, static_cast<std::uint64_t>(k));
+            const SumTreeDraw draw = sum_tree_unit_draw(stratified_target(k, u, batch_size, total), filled);
+            s = draw.slot;
+            mass = draw.mass;
           } else {
             const float u = counter_uniform(seed, draw_call, static_cast<std::uint64_t>(k));
             const SumTreeDraw draw = sum_tree_draw(st.tree, lay.tree_shape, filled, StratifiedTarget{k, u, batch_size});
@@ -304,6 +337,7 @@ struct ReplaySampleFunctor {
           o.actions(k) = st.actions(s);
           o.rewards(k) = st.rewards(s);
           o.discounts(k) = st.discounts(s);
+          // Under units every weight is (1 / 1)^beta = 1: final already.
           o.is_weights(k) = mass;
           if (!gather && mass > 0.0f && mass < lowest) lowest = mass;
         },
@@ -318,7 +352,7 @@ struct ReplaySampleFunctor {
       const std::int64_t src = next_src(r);
       o.next_states(first + r, c) = src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c);
     });
-    if (gather) return;
+    if (gather || units) return;
 
     // Publish this team's masses, then count it as done.
     Kokkos::single(Kokkos::PerTeam(team),

@@ -111,6 +111,44 @@ KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_draw(const TreeView& tree, const Sum
   return draw;
 }
 
+/// The total mass: the top level's nodes added left to right, the sum
+/// sum_tree_draw takes its target from.
+template <class TreeView>
+KOKKOS_INLINE_FUNCTION float sum_tree_total(const TreeView& tree, const SumTreeShape& shape) {
+  constexpr int K = sum_tree_fanout;
+  const std::int64_t base = shape.offset[shape.top()];
+  float child[K];
+  for (int j = 0; j < K; ++j) child[j] = tree(base + j);
+  float total = 0.0f;
+  for (int j = 0; j < K; ++j) total += child[j];
+  return total;
+}
+
+/// Slots up to which a count of unit masses is an exact float (2^24).
+inline constexpr std::int64_t sum_tree_exact_count = std::int64_t(1) << 24;
+
+/// Whether a tree whose leaves hold only 0 or 1 (uniform replay, alpha = 0)
+/// has mass 1 on each of its `filled` slots: the leaves past `filled` are
+/// never written (0), so the total is the number of unit leaves, exactly.
+KOKKOS_INLINE_FUNCTION bool sum_tree_all_units(float total, std::int64_t filled) {
+  return filled <= sum_tree_exact_count && total == static_cast<float>(filled);
+}
+
+/// sum_tree_draw of `target` on a tree whose first `filled` leaves hold 1
+/// and the rest 0 (sum_tree_all_units), without the descent. Every node is
+/// then an integer below 2^24 and target - (integer <= target) is exact, so
+/// the descent enters leaf floor(target); a target at or past the total (a
+/// rounding of stratified_target) ends, like the descent, on the last leaf
+/// with mass.
+KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_unit_draw(float target, std::int64_t filled) {
+  SumTreeDraw draw;
+  const float last = static_cast<float>(filled - 1);
+  draw.slot = target < last ? static_cast<std::int64_t>(target) : filled - 1;  // target >= 0: truncation floors
+  if (draw.slot < 0) draw.slot = 0;
+  draw.mass = filled > 0 ? 1.0f : 0.0f;
+  return draw;
+}
+
 /// Recomputes, inside one team, the nodes node_of(i) (i < count; < 0: none)
 /// of `level` (>= 1) from their K children, children added left to right.
 /// Children are staged through `buf` (team scratch, a multiple of K floats)

@@ -101,6 +101,7 @@ class ReplayBuffer {
     functor.alpha = config_.alpha;
     functor.rows_per_team = insert_rows_per_team_;
     functor.refresh_groups = insert_refresh_groups_;
+    functor.skip_unchanged = unchanged_mass_shortcuts_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
     kernels::replay_insert(space, functor, chunks, insert_team_size_);
     inserted_ += config_.num_envs;
@@ -174,7 +175,7 @@ class ReplayBuffer {
     // One team per node of the owner level: each owns a disjoint subtree.
     const int top = layout_.tree_shape.top();
     functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
-    functor.skip_unchanged = update_skip_unchanged_;
+    functor.skip_unchanged = unchanged_mass_shortcuts_;
     const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
     kernels::replay_update_priorities(space, functor, league, update_team_size_, scratch);
   }
@@ -184,11 +185,14 @@ class ReplayBuffer {
   /// Both give the same tree bit for bit; this only moves work between
   /// teams (tests run both on every backend).
   void set_update_owner_below_top(bool below) { update_below_top_ = below; }
-  /// Whether the priority update's teams skip leaves that already hold
-  /// their new mass (true, the default: under alpha = 0 every leaf but a
-  /// quarantined one) or rewrite and refresh them anyway (false). Both give
-  /// the same tree bit for bit (tests run both).
-  void set_update_skip_unchanged(bool skip) { update_skip_unchanged_ = skip; }
+  /// Whether the kernels take the shortcuts of leaves that keep their mass
+  /// (true, the default), or the general path every time (false). Both give
+  /// the same tree, draws and weights bit for bit (tests run both). Under
+  /// uniform replay (alpha = 0) every mass is 1 but a quarantined slot's:
+  /// the insert and the priority update leave unchanged leaves and their
+  /// ancestors alone, and while every slot holds 1 a draw is the floor of
+  /// its target, without the descent or the weights' last pass.
+  void set_unchanged_mass_shortcuts(bool on) { unchanged_mass_shortcuts_ = on; }
 
   /// Transitions stored: min(inserted, capacity).
   std::int64_t size() const { return std::min(inserted_, layout_.capacity); }
@@ -296,6 +300,7 @@ class ReplayBuffer {
     functor.beta_clock = beta_clock;
     functor.batch_size = batch_size;
     functor.rows_per_team = sample_rows_per_team_;
+    functor.unit_masses = unchanged_mass_shortcuts_ && config_.alpha == 0.0f;
     const int league = (batch_size + sample_rows_per_team_ - 1) / sample_rows_per_team_;
     kernels::replay_sample(space, functor, league, sample_team_size_, label);
     if (given.extent(0) == 0) ++sample_calls_;
@@ -397,7 +402,7 @@ class ReplayBuffer {
   int update_team_size_ = 1;
   int update_refresh_groups_ = 64;
   bool update_below_top_ = false;  ///< owner level below the top (GPUs)
-  bool update_skip_unchanged_ = true;
+  bool unchanged_mass_shortcuts_ = true;
   int insert_team_size_ = 1;
   int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;

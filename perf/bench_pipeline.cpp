@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     if (label.empty()) label = config_path.empty() ? "defaults" : config_path;
     foxrl::DqnTrainer<Exec> trainer(config);
     auto& context = trainer.context();
-    Kokkos::View<unsigned long long***, Exec::memory_space> stamps;
+    foxrl::FusedUpdateStamps<Exec::memory_space> stamps;
     if (fused_phases > 0) {
       const int blocks = trainer.learner().fused_update_blocks();
       if (blocks == 0) {

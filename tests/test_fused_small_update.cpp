@@ -331,6 +331,43 @@ TEST_CASE("the fused small-network forward matches its portable twin", "[learner
   }
 }
 
+TEST_CASE("the fused update's phase probe records ordered stamps for every block", "[learner][fused][cuda]") {
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  const Shape shape = shapes()[0];  // batch 1000: several blocks, the last one ragged
+  Learner fused(space, config_of(shape, true));
+  const int blocks = fused.learner.fused_update_blocks();
+  REQUIRE(blocks > 1);
+  const int updates = 3;
+  foxrl::FusedUpdateStamps<Exec::memory_space> stamps("foxrl::test::stamps", updates, blocks,
+                                                      foxrl::fused_update_stamp_count);
+  fused.learner.set_fused_update_probe(stamps);
+  const auto device_batch =
+      foxrl::test::to_device(space, foxrl::test::random_batch(shape.batch, shape.obs_dim, shape.num_actions, 9));
+  for (int k = 0; k < updates; ++k) fused.learner.update(space, device_batch);
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), stamps);
+  // Update k (Adam step k before it) wrote row k: per block, the SM clock
+  // never goes back from one phase boundary to the next, and the global
+  // timer's start and end bound one update (well under a second).
+  for (int u = 0; u < updates; ++u)
+    for (int b = 0; b < blocks; ++b) {
+      INFO("update " << u << ", block " << b);
+      for (int k = foxrl::fused_update_stamp_start; k < foxrl::fused_update_stamp_end; ++k) {
+        INFO("stamp " << k);
+        CHECK(host(u, b, k) > 0);
+        CHECK(host(u, b, k + 1) >= host(u, b, k));
+      }
+      const auto start_ns = host(u, b, foxrl::fused_update_stamp_start_ns);
+      const auto end_ns = host(u, b, foxrl::fused_update_stamp_end_ns);
+      CHECK(start_ns > 0);
+      CHECK(end_ns >= start_ns);
+      CHECK(end_ns - start_ns < 1000000000ull);
+    }
+  // The updates ran one after another.
+  CHECK(host(1, 0, foxrl::fused_update_stamp_start_ns) >= host(0, 0, foxrl::fused_update_stamp_end_ns));
+  CHECK(host(2, 0, foxrl::fused_update_stamp_start_ns) >= host(1, 0, foxrl::fused_update_stamp_end_ns));
+}
+
 TEST_CASE("a network too large for the fused update runs the launch sequence", "[learner][fused][cuda]") {
   foxrl::ExecutionContext<Exec> context;
   const Shape market{"market 65-512-512-3, batch 1024", 65, {512, 512}, 3, 1024};

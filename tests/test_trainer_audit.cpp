@@ -62,8 +62,11 @@ bool launched(const foxrl::AuditRecord& r, const std::string& name) {
 TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[audit][trainer]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
-  INFO("env " << env);
-  foxrl::DqnTrainer<Exec> trainer(audit_config(env));
+  const int rounds = GENERATE(1, 2);
+  INFO("env " << env << ", " << rounds << " updates per iteration");
+  auto config = audit_config(env);
+  config.updates_per_iteration = rounds;
+  foxrl::DqnTrainer<Exec> trainer(config);
   const auto id = foxrl::tools_device_id(trainer.context().space());
   // Past learning_starts (and the n-step warm-up) before the audited one.
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
@@ -71,7 +74,7 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   const auto updates_before = trainer.updates();
 
   const auto record = foxrl::audit([&] { trainer.iterate(); });
-  CHECK(trainer.updates() == updates_before + 1);
+  CHECK(trainer.updates() == updates_before + rounds);
   // Kokkos Kernels' gemm (the blas dense backend on host backends) carries
   // its own labels; it must still run on the run's instance, which
   // violations() checks for every launch.
@@ -83,17 +86,33 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // The iteration holds every stage (names from the components).
   for (const char* name : {"foxrl::ActionSelector::select_from_greedy", "foxrl::NStep::record_step_and_emit",
                            "foxrl::Replay::insert", "foxrl::Replay::sample", "foxrl::Replay::update_priorities",
-                           "foxrl::DqnTrainer::accumulate_metrics", "foxrl::EpisodeStats::record"}) {
+                           "foxrl::EpisodeStats::record", "foxrl::IterationClock::advance"}) {
     INFO("launch " << name);
     CHECK(launched(record, name));
   }
+  // The last update's metrics go into the epoch sums inside the clock's
+  // launch; an earlier update of the same iteration adds its own in the
+  // update phase, before the next update overwrites them.
+  int clock_launches = 0, metric_launches = 0;
+  for (const auto& l : record.launches) {
+    if (l.name == "foxrl::IterationClock::advance") ++clock_launches;
+    if (l.name != "foxrl::DqnTrainer::accumulate_metrics") continue;
+    ++metric_launches;
+    CHECK(phase_of(l) == "foxrl::DqnTrainer::update");
+  }
+  CHECK(clock_launches == 1);
+  CHECK(metric_launches == rounds - 1);
   // Nothing in an iteration waits for the device or allocates, its
   // profiling regions included (the global fences Kokkos 4 adds around
   // every callback of an attached tool exist only because a tool is
   // attached; the audit leaves them out).
-  CHECK(trainer_regions(record) == std::vector<std::string>{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert",
-                                                            "foxrl::DqnTrainer::sample", "foxrl::DqnTrainer::update",
-                                                            "foxrl::DqnTrainer::clock"});
+  std::vector<std::string> phases{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert"};
+  for (int u = 0; u < rounds; ++u) {
+    phases.push_back("foxrl::DqnTrainer::sample");
+    phases.push_back("foxrl::DqnTrainer::update");
+  }
+  phases.push_back("foxrl::DqnTrainer::clock");
+  CHECK(trainer_regions(record) == phases);
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
 }
@@ -151,7 +170,6 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
                                                        {"foxrl::Replay::insert", p + "insert"},
                                                        {"foxrl::Replay::sample", p + "sample"},
                                                        {"foxrl::Replay::update_priorities", p + "update"},
-                                                       {"foxrl::DqnTrainer::accumulate_metrics", p + "update"},
                                                        {"foxrl::IterationClock::advance", p + "clock"}};
   for (const auto& [kernel, region] : homes) {
     INFO("launch " << kernel << " in " << region);

@@ -166,7 +166,12 @@ struct DqnLossFunctor {
     if (rank == 0)
       for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
     if (!arrive_last(team, args.scratch.tickets.data(), static_cast<unsigned>(teams))) return;
-    if (rank == 0) finish([&](int s) { return sum_partials(global, teams, std::size_t(sums), std::size_t(s)); });
+    // One column of team partials per thread (their latencies overlap
+    // instead of queueing on one thread), each summed in team order as before.
+    for (int s = rank; s < sums; s += size)
+      partial[s * size] = sum_partials(global, teams, std::size_t(sums), std::size_t(s));
+    team.team_barrier();
+    if (rank == 0) finish([&](int s) { return partial[s * size]; });
   }
 
   template <class Sum>

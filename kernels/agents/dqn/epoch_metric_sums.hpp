@@ -14,20 +14,31 @@ namespace foxrl {
 /// loss may be NaN or a spike, and it changed nothing.
 template <class ExecSpace>
 struct EpochMetricSums {
-  Kokkos::View<double*, typename ExecSpace::memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
+  using memory_space = typename ExecSpace::memory_space;
+  Kokkos::View<double*, memory_space> sums;  ///< [LearnerMetrics::count + 1]: last = updates
 
   explicit EpochMetricSums(const ExecSpace& space)
       : sums(Kokkos::view_alloc(space, "foxrl::DqnTrainer::epoch_metric_sums"), LearnerMetrics::count + 1) {}
 
-  void add(const ExecSpace& space, const Kokkos::View<float*, typename ExecSpace::memory_space>& metrics) const {
-    const auto s = sums;
+  /// One update's metrics added to the sums, as device work (one thread).
+  struct Adder {
+    Kokkos::View<double*, memory_space> sums;
+    Kokkos::View<float*, memory_space> metrics;
+    KOKKOS_INLINE_FUNCTION void operator()() const {
+      const bool rejected = metrics(LearnerMetrics::rejected) != 0.0f;
+      for (int k = 0; k < LearnerMetrics::count; ++k)
+        if (!rejected || k == LearnerMetrics::rejected) sums(k) += static_cast<double>(metrics(k));
+      sums(LearnerMetrics::count) += 1.0;
+    }
+  };
+  Adder adder(const Kokkos::View<float*, memory_space>& metrics) const { return {sums, metrics}; }
+
+  /// Adds `metrics` in a launch of its own.
+  void add(const ExecSpace& space, const Kokkos::View<float*, memory_space>& metrics) const {
+    const Adder add_one = adder(metrics);
     Kokkos::parallel_for(
-        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
-          const bool rejected = metrics(LearnerMetrics::rejected) != 0.0f;
-          for (int k = 0; k < LearnerMetrics::count; ++k)
-            if (!rejected || k == LearnerMetrics::rejected) s(k) += static_cast<double>(metrics(k));
-          s(LearnerMetrics::count) += 1.0;
-        });
+        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+        KOKKOS_LAMBDA(int) { add_one(); });
   }
   void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
 };

@@ -263,7 +263,7 @@ class DqnLearner {
   /// Set it before the first update (a captured graph keeps what it was
   /// captured with); an empty View turns it off. The extra block barriers
   /// it adds make the fused update a little slower.
-  void set_fused_update_probe(const Kokkos::View<unsigned long long***, memory_space>& stamps) {
+  void set_fused_update_probe(const FusedUpdateStamps<memory_space>& stamps) {
     if (stamps.extent(0) > 0 &&
         (stamps.extent(1) != std::size_t(fused_blocks_) || stamps.extent(2) != std::size_t(fused_update_stamp_count)))
       throw LogicError("foxrl::DqnLearner::set_fused_update_probe: stamps must be [updates, " +
@@ -618,8 +618,8 @@ class DqnLearner {
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
   std::string fused_unfit_;
-  vector fused_grad_partials_, fused_sums_;  ///< the fused update's partial gradients and block sums
-  Kokkos::View<unsigned long long***, memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)
+  vector fused_grad_partials_, fused_sums_;      ///< the fused update's partial gradients and block sums
+  FusedUpdateStamps<memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)
 };
 
 }  // namespace foxrl

@@ -447,14 +447,21 @@ class DqnTrainer {
     for (std::int64_t u = 0; u < rounds; ++u) {
       auto at = at_update;
       at.sample_calls = clock_->read(Clock::sample_calls, u);
-      update(space, at, clock_->read(Clock::updates, u));
+      update(space, at, clock_->read(Clock::updates, u), u + 1 < rounds);
     }
     compat::ScopedRegion region("foxrl::DqnTrainer::clock");
-    clock_->advance(space, by);
+    // The last update's metrics go into the epoch sums in the clock's launch.
+    if (rounds > 0)
+      clock_->advance(space, by, sums_->adder(learner_->metrics()));
+    else
+      clock_->advance(space, by);
   }
 
+  /// One sample, update and priority update; `add_metrics`: the update's
+  /// metrics into the epoch sums in a launch of their own (false: the
+  /// caller adds them later, before the next update overwrites them).
   void update(const ExecSpace& space, const typename ReplayBuffer<ExecSpace>::CounterReads& at,
-              kernels::CounterRead updates_before) {
+              kernels::CounterRead updates_before, bool add_metrics) {
     const auto batch = [&] {
       compat::ScopedRegion region("foxrl::DqnTrainer::sample");
       auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta_schedule(), updates_before, at);
@@ -464,7 +471,7 @@ class DqnTrainer {
     compat::ScopedRegion region("foxrl::DqnTrainer::update");
     learner_->update(space, batch);  // the target copy is fused into its Adam launch
     replay_->update_priorities(space, batch.indices, learner_->td_errors(), at.inserted);
-    sums_->add(space, learner_->metrics());
+    if (add_metrics) sums_->add(space, learner_->metrics());
   }
 
   TrainConfig config_;

@@ -21,6 +21,13 @@
 
 namespace foxrl {
 
+/// IterationClock::advance's `also` when there is nothing more to do (at
+/// namespace scope: a device lambda's enclosing template may not take a
+/// private type).
+struct NothingMore {
+  KOKKOS_INLINE_FUNCTION void operator()() const {}
+};
+
 template <class ExecSpace>
 class IterationClock {
  public:
@@ -46,13 +53,21 @@ class IterationClock {
   kernels::CounterRead read(Slot s, std::int64_t offset = 0) const { return {device_.data() + s, offset}; }
 
   /// Adds `by` to the device copy (one launch on `space`; capturable).
-  void advance(const ExecSpace& space, const Values& by) {
+  void advance(const ExecSpace& space, const Values& by) { advance(space, by, NothingMore{}); }
+
+  /// The same, and `also()` called once in the same launch: the iteration's
+  /// last small piece of work rides along instead of taking a launch (a
+  /// graph node) of its own.
+  template <class Also>
+  void advance(const ExecSpace& space, const Values& by, const Also& also) {
     const auto counters = device_;
     Kokkos::Array<std::int64_t, slot_count> add;
     for (int s = 0; s < slot_count; ++s) add[s] = by[s];
     Kokkos::parallel_for(
-        "foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, slot_count),
-        KOKKOS_LAMBDA(int s) { counters(s) += add[s]; });
+        "foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, slot_count), KOKKOS_LAMBDA(int s) {
+          counters(s) += add[s];
+          if (s == 0) also();
+        });
   }
 
   /// Records that a replayed graph advanced the device copy by `by`, or that

@@ -5,6 +5,8 @@
 // global timer (ns) at the kernel's start and end. The kernel is
 // kernels/cuda/fused_small_update.cuh.
 
+#include <Kokkos_Core.hpp>
+
 namespace foxrl {
 
 enum FusedUpdateStamp : int {
@@ -20,5 +22,11 @@ enum FusedUpdateStamp : int {
   fused_update_stamp_end_ns,    ///< global timer at the end
   fused_update_stamp_count
 };
+
+/// The probe's stamps [updates, blocks, fused_update_stamp_count]. Row-major
+/// on every backend: the kernel writes them through the raw pointer, and
+/// the default layout of a GPU View is column-major.
+template <class MemorySpace>
+using FusedUpdateStamps = Kokkos::View<unsigned long long***, Kokkos::LayoutRight, MemorySpace>;
 
 }  // namespace foxrl

@@ -5,33 +5,11 @@
 // identical run and takes the means in float64 in the same order.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "support/test_spaces.hpp"
+#include "support/tiny_trainer_config.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <string>
-
-namespace {
-
-foxrl::TrainConfig small_run(const std::string& env) {
-  foxrl::TrainConfig c;
-  c.env = foxrl::parse_env_kind(env);
-  c.num_envs = 8;
-  c.hidden = {16, 16};
-  c.batch_size = 16;
-  c.buffer_capacity = 512;
-  c.learning_starts = 64;
-  c.iterations_per_epoch = 12;
-  c.seed = 5;
-  c.out_dir = "unused";
-  if (env == "market") {
-    c.synthetic_bars = 2000;
-    c.episode_length = 30;
-    c.window = 16;
-  }
-  return c;
-}
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("the epoch record's means are the means of its updates' metrics", "[trainer][metrics]",
                    FOXRL_TEST_SPACES) {
@@ -39,7 +17,8 @@ TEMPLATE_TEST_CASE("the epoch record's means are the means of its updates' metri
   using foxrl::LearnerMetrics;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   INFO("env " << env);
-  const auto config = small_run(env);
+  auto config = foxrl::test::tiny_trainer_config(env, "unused", 1);
+  config.iterations_per_epoch = 12;
   foxrl::DqnTrainer<Exec> run(config), reference(config);
   for (auto* t : {&run, &reference})
     while (t->global_step() < config.learning_starts) t->iterate();

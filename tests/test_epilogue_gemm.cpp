@@ -66,7 +66,8 @@ std::vector<std::uint8_t> bits_to_host(const Exec& space, const Kokkos::View<std
 TEST_CASE("cuBLASLt forward epilogues match float64 products and ReLU signs", "[dense][epilogue]") {
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32);
+  foxrl::CublasHandle cublas(space);  // its workspace serves the cuBLASLt calls too
+  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32, cublas.workspace());
   for (const Shape& s : shapes()) {
     const int M = s.rows, K = s.in, N = s.out;
     const auto x = random_values(std::size_t(M) * K, 11);
@@ -138,7 +139,8 @@ TEST_CASE("cuBLASLt forward epilogues match float64 products and ReLU signs", "[
 TEST_CASE("cuBLASLt plans are looked up once per shape and reused", "[dense][epilogue]") {
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32);
+  foxrl::CublasHandle cublas(space);  // its workspace serves the cuBLASLt calls too
+  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32, cublas.workspace());
   const Shape& s = shapes().front();
   const auto X = foxrl::test::to_device(space, random_values(std::size_t(s.rows) * s.in, 1), s.rows, s.in);
   const auto W = foxrl::test::to_device(space, random_values(std::size_t(s.out) * s.in, 2), s.out, s.in);
@@ -155,12 +157,14 @@ TEST_CASE("cuBLASLt plans are looked up once per shape and reused", "[dense][epi
   CHECK(lt.forward(space, X, W, Bv, false, Z, foxrl::ReluBitmask()));
   CHECK(lt.plans() == 2);
   CHECK(lt.unsupported_plans() == 0);
+  CHECK_THROWS_AS(foxrl::EpilogueGemm<Exec>(space, foxrl::MatmulPrecision::fp32, nullptr), foxrl::LogicError);
 }
 
 TEST_CASE("cuBLASLt masked backward matches float64 dX and bias gradients", "[dense][epilogue]") {
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32);
+  foxrl::CublasHandle cublas(space);  // its workspace serves the cuBLASLt calls too
+  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32, cublas.workspace());
   for (const Shape& s : shapes()) {
     // The layer runs in -> out; its backward takes dY [M, out] to
     // dX [M, in] through the mask of its input (the previous layer's ReLU,

@@ -37,7 +37,6 @@ class CublasHandle {
   static constexpr std::size_t workspace_bytes = std::size_t(32) << 20;
 
   explicit CublasHandle(const Kokkos::Cuda& space) {
-    // cuBLAS needs 256-byte alignment; Kokkos puts a header before the data.
     workspace_ = Kokkos::View<unsigned char*, Kokkos::CudaSpace>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::CublasHandle::workspace"),
         workspace_bytes + 256);
@@ -67,13 +66,20 @@ class CublasHandle {
     return handle_;
   }
 
+  /// The workspace_bytes of device memory the handle's calls use, 256-byte
+  /// aligned. Work on the same stream (cuBLASLt calls of the same layers)
+  /// may use it too: calls in stream order never overlap.
+  void* workspace() const {
+    // cuBLAS needs 256-byte alignment; Kokkos puts a header before the data.
+    const auto base = reinterpret_cast<std::uintptr_t>(workspace_.data());
+    return reinterpret_cast<void*>((base + 255) / 256 * 256);
+  }
+
  private:
   void bind(cudaStream_t stream) {
     detail::check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
     // cublasSetStream resets the workspace to cuBLAS's default pool.
-    const auto base = reinterpret_cast<std::uintptr_t>(workspace_.data());
-    void* aligned = reinterpret_cast<void*>((base + 255) / 256 * 256);
-    detail::check_cublas(cublasSetWorkspace(handle_, aligned, workspace_bytes), "cublasSetWorkspace");
+    detail::check_cublas(cublasSetWorkspace(handle_, workspace(), workspace_bytes), "cublasSetWorkspace");
     stream_ = stream;
   }
 

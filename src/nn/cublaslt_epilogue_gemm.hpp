@@ -6,8 +6,9 @@
 // ranked first, looked up once and kept, so a call after the first makes no
 // heuristic query. Pointers (operands, bias, bitmask) are set per call:
 // plans are shared by every buffer of the same shape and alignment. The
-// workspace is allocated once through Kokkos, so a call allocates nothing
-// and can be captured in a CUDA graph.
+// workspace is the layers' cuBLAS handle's (one stream, so the two never
+// use it at once): a call allocates nothing and can be captured in a CUDA
+// graph.
 // Only compiled when Kokkos has CUDA (epilogue_gemm.hpp includes it).
 
 #include <Kokkos_Core.hpp>
@@ -76,10 +77,12 @@ class EpilogueGemm<Kokkos::Cuda> {
 
   /// The bf16 mode has no plans (its products read bf16 copies of the
   /// operands, RowMajorGemm): every call then reports that it did not run.
-  EpilogueGemm(const Kokkos::Cuda& space, MatmulPrecision precision) : precision_(precision) {
-    workspace_ = Kokkos::View<unsigned char*, Kokkos::CudaSpace>(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::EpilogueGemm::workspace"),
-        CublasHandle::workspace_bytes + 256);
+  /// `workspace`: CublasHandle::workspace_bytes of 256-byte aligned device
+  /// memory that outlives this object, used only by calls on the stream its
+  /// owner's calls use (the layers' cuBLAS handle's: RowMajorGemm::workspace).
+  EpilogueGemm(const Kokkos::Cuda& /*space*/, MatmulPrecision precision, void* workspace)
+      : precision_(precision), workspace_(workspace) {
+    if (workspace_ == nullptr) throw LogicError("foxrl::EpilogueGemm: no workspace");
     detail::check_cublas(cublasLtCreate(&handle_), "cublasLtCreate");
   }
   EpilogueGemm(const EpilogueGemm&) = delete;
@@ -284,14 +287,10 @@ class EpilogueGemm<Kokkos::Cuda> {
     return p;
   }
 
-  void* workspace() const {
-    // cuBLASLt wants 256-byte alignment; Kokkos puts a header before the data.
-    const auto base = reinterpret_cast<std::uintptr_t>(workspace_.data());
-    return reinterpret_cast<void*>((base + 255) / 256 * 256);
-  }
+  void* workspace() const { return workspace_; }
 
   MatmulPrecision precision_;
-  Kokkos::View<unsigned char*, Kokkos::CudaSpace> workspace_;
+  void* workspace_ = nullptr;  ///< shared with the layers' cuBLAS handle (same stream)
   cublasLtHandle_t handle_ = nullptr;
   std::map<Key, Plan> plans_;
 };

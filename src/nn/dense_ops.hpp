@@ -74,7 +74,8 @@ class DenseOps {
       epilogue_.reset();
       return;
     }
-    if (!epilogue_) epilogue_ = std::make_unique<EpilogueGemm<ExecSpace>>(space, gemm().precision());
+    if (!epilogue_)
+      epilogue_ = std::make_unique<EpilogueGemm<ExecSpace>>(space, gemm().precision(), gemm().workspace());
   }
 
   /// The blas backend's gemm (LogicError on the portable backend).

@@ -52,7 +52,7 @@ class EpilogueGemm {
   using memory_space = typename ExecSpace::memory_space;
   static constexpr bool available = false;
 
-  EpilogueGemm(const ExecSpace&, MatmulPrecision) {}
+  EpilogueGemm(const ExecSpace&, MatmulPrecision, void* /*workspace*/) {}
 
   bool forward(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,
                const ConstVector<memory_space>&, bool, const MutableMatrix<memory_space>&, const ReluBitmask&,

@@ -61,6 +61,9 @@ class RowMajorGemm {
   explicit RowMajorGemm(const ExecSpace&, MatmulPrecision precision = MatmulPrecision::fp32) : precision_(precision) {}
 
   MatmulPrecision precision() const { return precision_; }
+  /// The library's device workspace for other calls on the same stream
+  /// (none on this backend).
+  void* workspace() const { return nullptr; }
 
   void operator()(const ExecSpace& space, bool trans_a, bool trans_b, const ConstMatrix<memory_space>& a,
                   const ConstMatrix<memory_space>& b, const MutableMatrix<memory_space>& c) {
@@ -104,6 +107,9 @@ class RowMajorGemm<Kokkos::Cuda> {
       : handle_(space), precision_(precision) {}
 
   MatmulPrecision precision() const { return precision_; }
+  /// cuBLAS's workspace (CublasHandle::workspace_bytes), for cuBLASLt calls
+  /// on the same stream.
+  void* workspace() const { return handle_.workspace(); }
 
   void operator()(const Kokkos::Cuda& space, bool trans_a, bool trans_b, const ConstMatrix<memory_space>& a,
                   const ConstMatrix<memory_space>& b, const MutableMatrix<memory_space>& c) {

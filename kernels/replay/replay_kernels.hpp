@@ -210,7 +210,7 @@ struct ReplayInsertFunctor {
                                 } else {
                                   st.next_ref(s) = replay_next_is_successor;
                                 }
-                                st.tree(shape.leaf(s)) = mass;
+                                if (!leaves_unchanged) st.tree(shape.leaf(s)) = mass;
                               }
                               if (boundary) offset += 1;
                             });

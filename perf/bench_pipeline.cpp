@@ -173,13 +173,14 @@ int main(int argc, char** argv) {
         "\"us_per_iteration\":%.2f,\"env_steps_per_s\":%.0f,\"updates_per_s\":%.0f,\"iterations\":%d,"
         "\"repeats\":%d,\"launches_per_iteration\":%zu,\"fences_per_iteration\":%zu,\"fill_and_warmup_s\":%.2f,"
         "\"update_graph_replays\":%lld,\"iteration_graph_replays\":%lld,\"iteration_graph_keys\":%zu,"
-        "\"iteration_graph_failed_captures\":%d,\"gemm_epilogues\":%s,\"windows_s\":[",
+        "\"iteration_graph_failed_captures\":%d,\"gemm_epilogues\":%s,\"fused_update_threads\":%d,\"windows_s\":[",
         label.c_str(), Exec::name(), static_cast<long long>(config.num_envs), us_per_iteration, us_per_iteration,
         static_cast<double>(config.num_envs) / us_per_iteration * 1e6,
         static_cast<double>(config.updates_per_iteration) / us_per_iteration * 1e6, iterations, repeats, launches,
         fences, warm_s, static_cast<long long>(trainer.learner().graph_replays()),
         static_cast<long long>(trainer.iteration_graph_replays()), trainer.iteration_graph_keys(),
-        trainer.iteration_graph_failed_captures(), trainer.learner().fused_gemm_epilogues() ? "true" : "false");
+        trainer.iteration_graph_failed_captures(), trainer.learner().fused_gemm_epilogues() ? "true" : "false",
+        trainer.learner().fused_update_threads());
     for (std::size_t i = 0; i < window_s.size(); ++i) std::printf("%s%.4f", i ? "," : "", window_s[i]);
     std::printf("]}\n");
     if (fused_phases > 0) print_fused_phases(context, label, stamps);

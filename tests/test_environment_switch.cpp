@@ -76,3 +76,25 @@ TEMPLATE_TEST_CASE("DenseOps takes the epilogue switches from the environment wh
     CHECK_FALSE(portable.epilogue_masks());
   }
 }
+
+TEST_CASE("FOXRL_CUDA_FUSED_THREADS gives 256, 512 or 1024 and refuses anything else by name", "[switch]") {
+  using foxrl::test::ScopedEnvironment;
+  const char* name = "FOXRL_CUDA_FUSED_THREADS";
+  {
+    ScopedEnvironment unset(name, nullptr);
+    CHECK(foxrl::fused_small_threads_from_environment() == 256);
+  }
+  for (const int threads : {256, 512, 1024}) {
+    const std::string value = std::to_string(threads);
+    ScopedEnvironment set(name, value.c_str());
+    CHECK(foxrl::fused_small_threads_from_environment() == threads);
+  }
+  for (const char* bad : {"", "0", "128", "384", "2048", "512 ", "1k"}) {
+    INFO("value '" << bad << "'");
+    ScopedEnvironment set(name, bad);
+    CHECK_THROWS_AS(foxrl::fused_small_threads_from_environment(), foxrl::UsageError);
+    CHECK_THROWS_WITH(foxrl::fused_small_threads_from_environment(),
+                      Catch::Contains("FOXRL_CUDA_FUSED_THREADS must be 256, 512 or 1024") &&
+                          Catch::Contains(std::string("got '") + bad + "'"));
+  }
+}

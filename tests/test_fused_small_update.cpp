@@ -16,6 +16,8 @@
 // - a hard target copy, the guard's rejection of a non-finite loss (no
 //   weight moves, the td errors as the twin writes them) and run-to-run
 //   and graph-replay determinism bit for bit.
+// The update and forward comparisons run with every block size the kernels
+// are built for (FOXRL_CUDA_FUSED_THREADS = 256, 512, 1024).
 // CUDA builds only (the fused path exists only there).
 #include <Kokkos_Core.hpp>
 
@@ -26,6 +28,7 @@
 #include "kernels/nn/weight_init.hpp"
 #include "support/device_copy.hpp"
 #include "support/reference_dqn.hpp"
+#include "support/scoped_environment.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -34,6 +37,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -125,64 +129,89 @@ double max_diff(const std::vector<double>& ref, const std::vector<float>& got) {
   return m;
 }
 
+/// Every shape with every block size the fused kernels are built for.
+std::vector<std::pair<Shape, int>> shapes_by_block_size() {
+  std::vector<std::pair<Shape, int>> all;
+  for (const int threads : {256, 512, 1024})
+    for (const auto& shape : shapes()) all.emplace_back(shape, threads);
+  return all;
+}
+
+/// One fused update against the twin's on the same weights and batch (see
+/// the file comment for what must agree).
+void check_against_twin(const Exec& space, const Shape& shape, foxrl::LossKind kind, float max_grad_norm, int threads) {
+  auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
+  fused_config.loss = twin_config.loss = kind;
+  fused_config.max_grad_norm = twin_config.max_grad_norm = max_grad_norm;
+  Learner fused(space, fused_config), twin(space, twin_config);
+  REQUIRE(fused.learner.fused_update());
+  REQUIRE(fused.learner.fused_update_threads() == threads);
+  REQUIRE(!twin.learner.fused_update());
+  const auto p0 = flat_host(space, fused.learner.weights().online);
+  REQUIRE(p0 == flat_host(space, twin.learner.weights().online));
+  const auto batch = foxrl::test::random_batch(shape.batch, shape.obs_dim, shape.num_actions, 31);
+  const auto device_batch = foxrl::test::to_device(space, batch);
+  fused.learner.update(space, device_batch);
+  twin.learner.update(space, device_batch);
+
+  const auto g = flat_host(space, fused.learner.weights().grads);
+  const auto g_twin = flat_host(space, twin.learner.weights().grads);
+  const double scale = max_abs(g_twin);
+  REQUIRE(scale > 0.0);
+  CHECK(max_diff(g, g_twin) <= 1e-5 * scale);
+
+  const auto td = flat_host(space, fused.learner.td_errors());
+  const auto td_twin = flat_host(space, twin.learner.td_errors());
+  CHECK(max_diff(std::vector<float>(td.begin(), td.begin() + shape.batch),
+                 std::vector<float>(td_twin.begin(), td_twin.begin() + shape.batch)) <= 1e-5);
+  const auto m = flat_host(space, fused.learner.metrics());
+  const auto m_twin = flat_host(space, twin.learner.metrics());
+  for (const int slot : {foxrl::LearnerMetrics::loss, foxrl::LearnerMetrics::mean_q, foxrl::LearnerMetrics::mean_abs_td,
+                         foxrl::LearnerMetrics::grad_norm}) {
+    INFO("metric slot " << slot);
+    CHECK(m[slot] == Approx(m_twin[slot]).epsilon(1e-5).margin(1e-7));
+  }
+  CHECK(m[foxrl::LearnerMetrics::rejected] == 0.0f);
+
+  // The optimizer tail against float64 Adam on the fused gradient.
+  double norm_sq = 0.0;
+  for (const float x : g) norm_sq += double(x) * double(x);
+  const double norm = std::sqrt(norm_sq);
+  const double coef = max_grad_norm > 0.0f ? std::min(1.0, max_grad_norm / (norm + 1e-6)) : 1.0;
+  if (max_grad_norm > 0.0f) REQUIRE(coef < 1.0);  // the clipping case does clip
+  const auto ref = first_adam_step(fused_config, p0, g, coef);
+  const double lr = fused_config.lr;
+  CHECK(max_diff(ref.p, flat_host(space, fused.learner.weights().online)) <= 1e-3 * lr);
+  CHECK(max_diff(ref.m, flat_host(space, fused.learner.weights().adam_m)) <= 1e-6 * scale);
+  CHECK(max_diff(ref.v, flat_host(space, fused.learner.weights().adam_v)) <= 1e-6 * scale * scale);
+  auto step = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fused.learner.weights().adam_step);
+  CHECK(step() == 1);
+}
+
 }  // namespace
 
 TEST_CASE("the fused small-network update matches its portable twin", "[learner][fused][cuda]") {
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
-  for (const auto& shape : shapes()) {
+  for (const auto& [shape, threads] : shapes_by_block_size()) {
+    const std::string knob = std::to_string(threads);
+    const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", knob.c_str());
     for (const auto kind : {foxrl::LossKind::huber, foxrl::LossKind::mse}) {
       for (const float max_grad_norm : {0.0f, 0.005f}) {
-        INFO(shape.name << ", " << (kind == foxrl::LossKind::huber ? "huber" : "mse") << ", max_grad_norm "
-                        << max_grad_norm);
-        auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
-        fused_config.loss = twin_config.loss = kind;
-        fused_config.max_grad_norm = twin_config.max_grad_norm = max_grad_norm;
-        Learner fused(space, fused_config), twin(space, twin_config);
-        REQUIRE(fused.learner.fused_update());
-        REQUIRE(!twin.learner.fused_update());
-        const auto p0 = flat_host(space, fused.learner.weights().online);
-        REQUIRE(p0 == flat_host(space, twin.learner.weights().online));
-        const auto batch = foxrl::test::random_batch(shape.batch, shape.obs_dim, shape.num_actions, 31);
-        const auto device_batch = foxrl::test::to_device(space, batch);
-        fused.learner.update(space, device_batch);
-        twin.learner.update(space, device_batch);
-
-        const auto g = flat_host(space, fused.learner.weights().grads);
-        const auto g_twin = flat_host(space, twin.learner.weights().grads);
-        const double scale = max_abs(g_twin);
-        REQUIRE(scale > 0.0);
-        CHECK(max_diff(g, g_twin) <= 1e-5 * scale);
-
-        const auto td = flat_host(space, fused.learner.td_errors());
-        const auto td_twin = flat_host(space, twin.learner.td_errors());
-        CHECK(max_diff(std::vector<float>(td.begin(), td.begin() + shape.batch),
-                       std::vector<float>(td_twin.begin(), td_twin.begin() + shape.batch)) <= 1e-5);
-        const auto m = flat_host(space, fused.learner.metrics());
-        const auto m_twin = flat_host(space, twin.learner.metrics());
-        for (const int slot : {foxrl::LearnerMetrics::loss, foxrl::LearnerMetrics::mean_q,
-                               foxrl::LearnerMetrics::mean_abs_td, foxrl::LearnerMetrics::grad_norm}) {
-          INFO("metric slot " << slot);
-          CHECK(m[slot] == Approx(m_twin[slot]).epsilon(1e-5).margin(1e-7));
-        }
-        CHECK(m[foxrl::LearnerMetrics::rejected] == 0.0f);
-
-        // The optimizer tail against float64 Adam on the fused gradient.
-        double norm_sq = 0.0;
-        for (const float x : g) norm_sq += double(x) * double(x);
-        const double norm = std::sqrt(norm_sq);
-        const double coef = max_grad_norm > 0.0f ? std::min(1.0, max_grad_norm / (norm + 1e-6)) : 1.0;
-        if (max_grad_norm > 0.0f) REQUIRE(coef < 1.0);  // the clipping case does clip
-        const auto ref = first_adam_step(fused_config, p0, g, coef);
-        const double lr = fused_config.lr;
-        CHECK(max_diff(ref.p, flat_host(space, fused.learner.weights().online)) <= 1e-3 * lr);
-        CHECK(max_diff(ref.m, flat_host(space, fused.learner.weights().adam_m)) <= 1e-6 * scale);
-        CHECK(max_diff(ref.v, flat_host(space, fused.learner.weights().adam_v)) <= 1e-6 * scale * scale);
-        auto step = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fused.learner.weights().adam_step);
-        CHECK(step() == 1);
+        INFO(threads << " threads per block, " << shape.name << ", "
+                     << (kind == foxrl::LossKind::huber ? "huber" : "mse") << ", max_grad_norm " << max_grad_norm);
+        check_against_twin(space, shape, kind, max_grad_norm, threads);
       }
     }
   }
+}
+
+TEST_CASE("FOXRL_CUDA_FUSED_THREADS refuses a block size the kernels are not built for", "[learner][fused][cuda]") {
+  foxrl::ExecutionContext<Exec> context;
+  const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", "384");
+  const auto construct = [&] { foxrl::DqnLearner<Exec> learner(context.space(), config_of(shapes()[1], true)); };
+  CHECK_THROWS_WITH(construct(),
+                    Catch::Contains("FOXRL_CUDA_FUSED_THREADS must be 256, 512 or 1024") && Catch::Contains("'384'"));
 }
 
 TEST_CASE("the fused update's gradient matches float64 finite differences", "[learner][fused][grad][cuda]") {
@@ -283,10 +312,13 @@ TEST_CASE("the fused small-network forward matches its portable twin", "[learner
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   using Mem = Exec::memory_space;
-  for (const auto& shape : shapes()) {
+  for (const auto& [shape, threads] : shapes_by_block_size()) {
+    const std::string knob = std::to_string(threads);
+    const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", knob.c_str());
     foxrl::DqnLearner<Exec> fused(space, config_of(shape, true)), twin(space, config_of(shape, false));
+    REQUIRE(fused.fused_update_threads() == threads);
     for (const int rows : {1, 8, 37, foxrl::kernels::cuda::small_forward_max_rows}) {
-      INFO(shape.name << ", " << rows << " rows");
+      INFO(threads << " threads per block, " << shape.name << ", " << rows << " rows");
       REQUIRE(fused.fused_forward(rows));
       REQUIRE(!twin.fused_forward(rows));
       const auto batch = foxrl::test::random_batch(rows, shape.obs_dim, shape.num_actions, 60 + rows);

@@ -38,7 +38,8 @@ namespace cuda {
 constexpr int fused_optimizer_block = 256;
 
 /// Sum over the block of `value` in a fixed order (warp shuffles, then the
-/// warps' sums through shared memory); the result is valid in thread 0.
+/// warps' sums through shared memory, which holds one float per warp); the
+/// result is valid in thread 0. Any block of whole warps up to 1024 threads.
 __device__ inline float block_sum(float value, float* shared) {
   for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -47,7 +48,7 @@ __device__ inline float block_sum(float value, float* shared) {
   __syncthreads();
   value = 0.0f;
   if (warp == 0) {
-    value = lane < fused_optimizer_block / 32 ? shared[lane] : 0.0f;
+    value = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : 0.0f;
     for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
   }
   return value;

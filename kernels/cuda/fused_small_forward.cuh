@@ -30,7 +30,8 @@ namespace foxrl {
 namespace kernels {
 namespace cuda {
 
-/// Threads per block of the fused forward.
+/// Threads per block of the fused forward by default (FOXRL_CUDA_FUSED_THREADS
+/// asks for 512 or 1024, as for the fused update).
 constexpr int small_forward_block = 256;
 /// Rows per block: enough to keep the block's threads busy on the first
 /// layers, few enough that a handful of rows is one block.
@@ -43,14 +44,19 @@ constexpr int small_forward_max_rows = 512;
 struct SmallForwardPlan {
   NetworkLayout layout;
   StagedNetwork net;
-  int rows = 0;    ///< rows of this forward
-  int blocks = 0;  ///< ceil(rows / small_forward_rows)
+  int threads = small_forward_block;  ///< per block: 256, 512 or 1024
+  int rows = 0;                       ///< rows of this forward
+  int blocks = 0;                     ///< ceil(rows / small_forward_rows)
   int inputs_at = 0, work_at[2] = {}, head_at = 0;
   std::size_t shared_bytes = 0;
 };
 
-inline SmallForwardPlan plan_small_forward(const NetworkLayout& layout, int rows) {
+inline SmallForwardPlan plan_small_forward(const NetworkLayout& layout, int rows, int threads = small_forward_block) {
+  if (threads != 256 && threads != 512 && threads != 1024)
+    throw LogicError("foxrl::kernels::cuda::plan_small_forward: " + std::to_string(threads) +
+                     " threads per block; the kernel is built for 256, 512 and 1024");
   SmallForwardPlan p;
+  p.threads = threads;
   p.layout = layout;
   p.net = StagedNetwork(layout);
   p.rows = rows;
@@ -80,10 +86,9 @@ struct SmallForwardArgs {
   std::int32_t* greedy = nullptr;  ///< [rows] argmax_a Q (lowest index on ties); may be null
 };
 
-/// The fused forward; see the file comment. (A template only so that the
-/// header may define it in every translation unit that launches it.)
-template <int Rows = small_forward_rows>
-__global__ void __launch_bounds__(small_forward_block) fused_small_forward_kernel(SmallForwardArgs a) {
+/// The fused forward with `Threads` threads per block; see the file comment.
+template <int Threads, int Rows = small_forward_rows>
+__global__ void __launch_bounds__(Threads) fused_small_forward_kernel(SmallForwardArgs a) {
   extern __shared__ float sm[];
   const SmallForwardPlan& p = a.plan;
   const NetworkLayout& L = p.layout;
@@ -93,11 +98,11 @@ __global__ void __launch_bounds__(small_forward_block) fused_small_forward_kerne
   {
     const float* from[1] = {a.params};
     float* to[1] = {sm};
-    stage_networks(L, p.net, 1, from, to);
+    stage_networks<1, 8>(p.net, from, to);
   }
   float* x = sm + p.inputs_at;
   for (int idx = threadIdx.x; idx < R * obs; idx += blockDim.x) {
-    const int r = idx / obs;
+    const int r = static_cast<int>(p.net.in[0].divide(static_cast<std::uint32_t>(idx)));
     x[idx] = a.states[std::size_t(row0 + r) * a.states_ld + (idx - r * obs)];
   }
   __syncthreads();
@@ -106,11 +111,11 @@ __global__ void __launch_bounds__(small_forward_block) fused_small_forward_kerne
     const auto& s = L.layers[l];
     const bool last = l == nl - 1;
     dense_rows(l == 0 ? x : sm + p.work_at[(l - 1) & 1], R, s.in, sm + p.net.weight_at[l], p.net.weight_ld[l],
-               sm + p.net.bias_at[l], s.out, last ? head : sm + p.work_at[l & 1], !last);
+               sm + p.net.bias_at[l], p.net.out[l], last ? head : sm + p.work_at[l & 1], !last);
     __syncthreads();
   }
   for (int idx = threadIdx.x; idx < R * H; idx += blockDim.x) {
-    const int r = idx / H;
+    const int r = static_cast<int>(p.net.out[nl - 1].divide(static_cast<std::uint32_t>(idx)));
     a.head[std::size_t(row0 + r) * a.head_ld + (idx - r * H)] = head[idx];
   }
   if (a.greedy != nullptr)
@@ -127,20 +132,30 @@ inline std::size_t small_forward_shared_limit() { return dynamic_shared_limit(0)
 /// Whether the fused forward runs `layout` (a dueling network whose staged
 /// copy and a block's rows fit one block's shared memory).
 inline bool small_forward_fits(const NetworkLayout& layout) {
-  return layout.head_kind == HeadKind::dueling &&
-         plan_small_forward(layout, 1).shared_bytes <= small_forward_shared_limit();
+  const SmallForwardPlan p = plan_small_forward(layout, 1);
+  return layout.head_kind == HeadKind::dueling && p.shared_bytes <= small_forward_shared_limit() &&
+         p.net.divides_exactly(layout, small_forward_rows);
 }
 
 /// Launches one fused forward of args.plan.rows rows (1 <= rows <=
 /// small_forward_max_rows) on `space`'s stream.
 inline void fused_small_forward(const Kokkos::Cuda& space, const SmallForwardArgs& args) {
-  const auto kernel = fused_small_forward_kernel<>;
-  static const cudaError_t configured =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(small_forward_shared_limit()));
-  check_cuda(configured, "foxrl::kernels::cuda::fused_small_forward: shared memory attribute");
+  using Kernel = void (*)(SmallForwardArgs);
+  static const Kernel kernels[3] = {fused_small_forward_kernel<256>, fused_small_forward_kernel<512>,
+                                    fused_small_forward_kernel<1024>};
+  static const bool configured = [] {
+    for (const Kernel k : kernels)
+      check_cuda(
+          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(small_forward_shared_limit())),
+          "foxrl::kernels::cuda::fused_small_forward: shared memory attribute");
+    return true;
+  }();
+  (void)configured;
+  const int threads = args.plan.threads;
+  const Kernel kernel = kernels[threads == 1024 ? 2 : threads == 512 ? 1 : 0];
   void* params[] = {const_cast<SmallForwardArgs*>(&args)};
-  check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(args.plan.blocks), dim3(small_forward_block),
-                              params, args.plan.shared_bytes, space.cuda_stream()),
+  check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(args.plan.blocks), dim3(threads), params,
+                              args.plan.shared_bytes, space.cuda_stream()),
              "foxrl::kernels::cuda::fused_small_forward: launch failed");
 }
 

@@ -48,8 +48,13 @@ namespace foxrl {
 namespace kernels {
 namespace cuda {
 
-/// Threads per block (block_sum assumes the fused optimizer's block).
+/// Threads per block by default; FOXRL_CUDA_FUSED_THREADS asks for 512 or
+/// 1024 (core/environment_switch.hpp): more warps per SM to hide the
+/// latency of the block's dependent shared-memory and L2 reads, at the
+/// price of more threads idle in the phases with few outputs.
 constexpr int small_update_block = fused_optimizer_block;
+/// The largest block the kernel is built for.
+constexpr int small_update_max_threads = 1024;
 /// Fewest batch rows one block takes: fewer would spend more on staging the
 /// networks and on adding partial gradients than on the rows.
 constexpr int small_update_min_rows = 4;
@@ -63,10 +68,11 @@ constexpr int small_update_max_blocks = 32;
 struct SmallUpdatePlan {
   static constexpr int max_layers = NetworkLayout::max_layers;
   NetworkLayout layout;
-  int batch = 0;      ///< rows of this update
-  int rows = 0;       ///< rows per block (the last block may take fewer)
-  int blocks = 0;     ///< ceil(batch / rows)
-  StagedNetwork net;  ///< how each network sits in shared memory
+  int threads = small_update_block;  ///< per block: 256, 512 or 1024
+  int batch = 0;                     ///< rows of this update
+  int rows = 0;                      ///< rows per block (the last block may take fewer)
+  int blocks = 0;                    ///< ceil(batch / rows)
+  StagedNetwork net;                 ///< how each network sits in shared memory
   int online_at = 0, target_at = 0;
   int inputs_at = 0;            ///< [2 rows, obs]: the block's s rows, then its s' rows
   int act_at[max_layers] = {};  ///< online hidden layer l's output [2 rows, width]
@@ -81,9 +87,15 @@ struct SmallUpdatePlan {
 /// `shared_limit` bytes of shared memory per block: up to
 /// small_update_max_blocks blocks of at least small_update_min_rows rows,
 /// more blocks of fewer rows where a block's rows would not fit. When even
-/// one row does not fit, shared_bytes exceeds the limit.
-inline SmallUpdatePlan plan_small_update(const NetworkLayout& layout, int batch, std::size_t shared_limit) {
+/// one row does not fit, shared_bytes exceeds the limit. `threads` per
+/// block: 256, 512 or 1024 (the rows per block do not depend on it).
+inline SmallUpdatePlan plan_small_update(const NetworkLayout& layout, int batch, std::size_t shared_limit,
+                                         int threads = small_update_block) {
+  if (threads != 256 && threads != 512 && threads != 1024)
+    throw LogicError("foxrl::kernels::cuda::plan_small_update: " + std::to_string(threads) +
+                     " threads per block; the kernel is built for 256, 512 and 1024");
   SmallUpdatePlan p;
+  p.threads = threads;
   p.layout = layout;
   p.batch = batch;
   p.net = StagedNetwork(layout);
@@ -168,10 +180,11 @@ __device__ inline void stamp_phase(unsigned long long* row, int which) {
 
 /// This block's dW[j, k] = sum_r dz[r, j] in[r, k] and db[j] = sum_r dz[r, j]
 /// over its `rows` rows, written to its partial gradient (`dw`, `db`).
-__device__ inline void weight_gradient_rows(const float* dz, int rows, int n_out, const float* in, int n_in, float* dw,
-                                            float* db) {
+__device__ inline void weight_gradient_rows(const float* dz, int rows, int n_out, const float* in,
+                                            const FastDivisor& inputs, float* dw, float* db) {
+  const int n_in = static_cast<int>(inputs.divisor());
   for (int idx = threadIdx.x; idx < n_out * n_in; idx += blockDim.x) {
-    const int j = idx / n_in, k = idx - j * n_in;
+    const int j = static_cast<int>(inputs.divide(static_cast<std::uint32_t>(idx))), k = idx - j * n_in;
     float acc = 0.0f;
     for (int r = 0; r < rows; ++r) acc = fmaf(dz[r * n_out + j], in[r * n_in + k], acc);
     dw[idx] = acc;
@@ -186,9 +199,10 @@ __device__ inline void weight_gradient_rows(const float* dz, int rows, int n_out
 /// dX[r, k] = (sum_j dz[r, j] w[j, k]) [act[r, k] > 0]: the input gradient
 /// through the previous layer's ReLU (`act` is its output).
 __device__ inline void input_gradient_rows(const float* dz, int rows, int n_out, const float* w, int w_ld,
-                                           const float* act, int n_in, float* dx) {
+                                           const float* act, const FastDivisor& inputs, float* dx) {
+  const int n_in = static_cast<int>(inputs.divisor());
   for (int idx = threadIdx.x; idx < rows * n_in; idx += blockDim.x) {
-    const int r = idx / n_in, k = idx - r * n_in;
+    const int r = static_cast<int>(inputs.divide(static_cast<std::uint32_t>(idx))), k = idx - r * n_in;
     float acc = 0.0f;
     for (int j = 0; j < n_out; ++j) acc = fmaf(dz[r * n_out + j], w[j * w_ld + k], acc);
     dx[idx] = !(act[idx] > 0.0f) ? 0.0f : acc;  // as relu_backward's mask
@@ -241,12 +255,11 @@ struct LossMeansBeforeDecision {
   }
 };
 
-/// The fused update; see the file comment.
-template <class Finish, class Step>
-__global__ void __launch_bounds__(small_update_block)
-    fused_small_update_kernel(SmallUpdateArgs a, Finish finish, Step step) {
+/// The fused update with `Threads` threads per block; see the file comment.
+template <int Threads, class Finish, class Step>
+__global__ void __launch_bounds__(Threads) fused_small_update_kernel(SmallUpdateArgs a, Finish finish, Step step) {
   extern __shared__ float sm[];
-  __shared__ float reduce[small_update_block / 32];
+  __shared__ float reduce[Threads / 32];
   const SmallUpdatePlan& p = a.plan;
   const NetworkLayout& L = p.layout;
   const int nl = L.num_layers, H = L.layers[nl - 1].out, A = H - 1, obs = L.obs_dim;
@@ -265,11 +278,11 @@ __global__ void __launch_bounds__(small_update_block)
   {
     const float* from[2] = {a.online, a.target};
     float* to[2] = {sm + p.online_at, sm + p.target_at};
-    stage_networks(L, p.net, 2, from, to);
+    stage_networks<2, 4>(p.net, from, to);
   }
   float* x = sm + p.inputs_at;
   for (int idx = threadIdx.x; idx < R * obs; idx += blockDim.x) {
-    const int r = idx / obs, k = idx - r * obs;
+    const int r = static_cast<int>(p.net.in[0].divide(static_cast<std::uint32_t>(idx))), k = idx - r * obs;
     x[idx] = a.states[std::size_t(row0 + r) * a.states_ld + k];
     x[R * obs + idx] = a.next_states[std::size_t(row0 + r) * a.next_states_ld + k];
   }
@@ -286,9 +299,9 @@ __global__ void __launch_bounds__(small_update_block)
     const bool last = l == nl - 1;
     const float* in_online = l == 0 ? x : sm + p.act_at[l - 1];
     const float* in_target = l == 0 ? x + R * obs : sm + p.work_at[(l - 1) & 1];
-    dense_rows(in_online, 2 * R, s.in, on + p.net.weight_at[l], p.net.weight_ld[l], on + p.net.bias_at[l], s.out,
+    dense_rows(in_online, 2 * R, s.in, on + p.net.weight_at[l], p.net.weight_ld[l], on + p.net.bias_at[l], p.net.out[l],
                last ? head : sm + p.act_at[l], !last);
-    dense_rows(in_target, R, s.in, tg + p.net.weight_at[l], p.net.weight_ld[l], tg + p.net.bias_at[l], s.out,
+    dense_rows(in_target, R, s.in, tg + p.net.weight_at[l], p.net.weight_ld[l], tg + p.net.bias_at[l], p.net.out[l],
                last ? target_head : sm + p.work_at[l & 1], !last);
     __syncthreads();
   }
@@ -332,10 +345,10 @@ __global__ void __launch_bounds__(small_update_block)
   for (int l = nl - 1; l >= 0; --l) {
     const auto& s = L.layers[l];
     const float* in = l == 0 ? x : sm + p.act_at[l - 1];  // s rows come first
-    weight_gradient_rows(dz, R, s.out, in, s.in, partial + s.weight_offset, partial + s.bias_offset);
+    weight_gradient_rows(dz, R, s.out, in, p.net.in[l], partial + s.weight_offset, partial + s.bias_offset);
     if (l == 0) break;
     float* dx = sm + p.work_at[l & 1];
-    input_gradient_rows(dz, R, s.out, on + p.net.weight_at[l], p.net.weight_ld[l], in, s.in, dx);
+    input_gradient_rows(dz, R, s.out, on + p.net.weight_at[l], p.net.weight_ld[l], in, p.net.in[l], dx);
     __syncthreads();
     dz = dx;
   }
@@ -378,26 +391,47 @@ __global__ void __launch_bounds__(small_update_block)
 /// this device: what its static arrays (the block sums, the guard's staged
 /// state) leave, with the staged state counted twice as a margin.
 inline std::size_t small_update_shared_limit() {
-  return dynamic_shared_limit(sizeof(float) * (small_update_block / 32) + 2 * sizeof(double) * staged_state_capacity);
+  return dynamic_shared_limit(sizeof(float) * (small_update_max_threads / 32) +
+                              2 * sizeof(double) * staged_state_capacity);
+}
+
+/// The update kernel built for `threads` per block (a plan's: 256, 512 or
+/// 1024), with its dynamic shared memory limit raised to
+/// small_update_shared_limit() on first use.
+template <class Finish, class Step>
+auto small_update_kernel(int threads) {
+  using Kernel = void (*)(SmallUpdateArgs, Finish, Step);
+  static const Kernel kernels[3] = {fused_small_update_kernel<256, Finish, Step>,
+                                    fused_small_update_kernel<512, Finish, Step>,
+                                    fused_small_update_kernel<1024, Finish, Step>};
+  static const bool configured = [] {
+    for (const Kernel k : kernels)
+      check_cuda(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(small_update_shared_limit())),
+                 "foxrl::kernels::cuda::fused_small_update: shared memory attribute");
+    return true;
+  }();
+  (void)configured;
+  return kernels[threads == 1024 ? 2 : threads == 512 ? 1 : 0];
 }
 
 /// Empty if the fused update runs `layout` with batches of up to
-/// `max_batch` rows on this device; otherwise why not (a dueling head, and
-/// both networks plus the largest plan's activations in one block's shared
-/// memory, with every block of its grid resident at once).
+/// `max_batch` rows on this device with `threads` per block; otherwise why
+/// not (a dueling head, and both networks plus the largest plan's
+/// activations in one block's shared memory, with every block of its grid
+/// resident at once).
 template <class Finish, class Step>
-std::string small_update_unfit(const NetworkLayout& layout, int max_batch) {
+std::string small_update_unfit(const NetworkLayout& layout, int max_batch, int threads = small_update_block) {
   if (layout.head_kind != HeadKind::dueling) return "not a dueling head";
-  const SmallUpdatePlan p = plan_small_update(layout, max_batch, small_update_shared_limit());
+  const SmallUpdatePlan p = plan_small_update(layout, max_batch, small_update_shared_limit(), threads);
   if (p.shared_bytes > small_update_shared_limit())
     return std::to_string(p.shared_bytes) + " bytes of shared memory per block, the device allows " +
            std::to_string(small_update_shared_limit());
-  const auto kernel = fused_small_update_kernel<Finish, Step>;
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(small_update_shared_limit()));
+  if (!p.net.divides_exactly(layout, 2 * p.rows)) return "layer widths beyond the kernel's index arithmetic";
+  const auto kernel = small_update_kernel<Finish, Step>(threads);
   int device = 0, sms = 0, per_sm = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, small_update_block, p.shared_bytes);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, p.shared_bytes);
   if (per_sm * sms < p.blocks)
     return std::to_string(p.blocks) + " blocks, " + std::to_string(per_sm * sms) + " resident at once";
   return {};
@@ -411,14 +445,11 @@ void fused_small_update(const Kokkos::Cuda& space, const SmallUpdateArgs& args, 
                         AdamStep<MemorySpace, false> step) {
   using Step = AdamStep<MemorySpace, false>;
   static_assert(sizeof(typename Step::Scalars) <= fused_optimizer_extra_floats * sizeof(float));
-  step.threads = std::size_t(args.plan.blocks) * small_update_block;
-  const auto kernel = fused_small_update_kernel<Finish, Step>;
-  static const cudaError_t configured =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(small_update_shared_limit()));
-  check_cuda(configured, "foxrl::kernels::cuda::fused_small_update: shared memory attribute");
+  step.threads = std::size_t(args.plan.blocks) * args.plan.threads;
+  const auto kernel = small_update_kernel<Finish, Step>(args.plan.threads);
   void* params[] = {const_cast<SmallUpdateArgs*>(&args), const_cast<Finish*>(&finish), &step};
   check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(args.plan.blocks),
-                                         dim3(small_update_block), params, args.plan.shared_bytes, space.cuda_stream()),
+                                         dim3(args.plan.threads), params, args.plan.shared_bytes, space.cuda_stream()),
              "foxrl::kernels::cuda::fused_small_update: launch failed");
 }
 

@@ -1,19 +1,21 @@
 #pragma once
-// A small MLP staged in one block's shared memory, and the block-wide dense
-// layer over a few rows that the fused small-network kernels (the update
-// and the inference forward) run on it. Each layer's weight [out, in] is
-// staged with an odd row stride, so that the threads of a warp, one output
-// each, read 32 different banks.
+// A small MLP staged in one block's shared memory (the layout is
+// kernels/nn/staged_network.hpp's), the copy that stages it, and the
+// block-wide dense layer over a few rows that the fused small-network
+// kernels (the update and the inference forward) run on it.
 //
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
+#include "kernels/core/fast_divisor.hpp"
 #include "kernels/cuda/check_cuda.cuh"
+#include "kernels/nn/staged_network.hpp"
 #include "views/nn/network_layout.hpp"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 namespace foxrl {
 namespace kernels {
@@ -31,34 +33,6 @@ inline std::size_t dynamic_shared_limit(std::size_t static_bytes) {
   return optin > static_bytes ? optin - static_bytes : 0;
 }
 
-/// Where each tensor of a network staged in shared memory sits (floats from
-/// the network's base): layer l's weight with row stride weight_ld[l] at
-/// weight_at[l], its bias at bias_at[l].
-struct StagedNetwork {
-  static constexpr int max_layers = NetworkLayout::max_layers;
-  int weight_ld[max_layers] = {}, weight_at[max_layers] = {}, bias_at[max_layers] = {};
-  int floats = 0;
-
-  StagedNetwork() = default;
-  explicit StagedNetwork(const NetworkLayout& layout) {
-    for (int l = 0; l < layout.num_layers; ++l) {
-      const auto& s = layout.layers[l];
-      weight_ld[l] = s.in | 1;
-      weight_at[l] = floats;
-      floats += s.out * weight_ld[l];
-      bias_at[l] = floats;
-      floats += s.out;
-    }
-  }
-};
-
-/// The widest hidden layer (1 without any).
-inline int widest_hidden(const NetworkLayout& layout) {
-  int widest = 1;
-  for (int l = 0; l + 1 < layout.num_layers; ++l) widest = std::max(widest, layout.layers[l].out);
-  return widest;
-}
-
 /// Row-major rows in shared memory, read as head(row, col).
 struct SharedRows {
   const float* data;
@@ -66,51 +40,41 @@ struct SharedRows {
   __device__ float operator()(int r, int c) const { return data[r * ld + c]; }
 };
 
-/// Floats of a staged tensor: element idx of a row-major [rows, cols]
-/// tensor goes to dst[row * ld + col].
-__device__ inline void stage_element(float* dst, int ld, int cols, int idx, float v) {
-  const int row = idx / cols;
-  dst[row * ld + (idx - row * cols)] = v;
-}
-
-/// Copies `count` networks (1 or 2) in the flat layout `layout` from
-/// flat[n] into their staged form at dst[n], with all threads of the block.
-/// Global reads are float4 (every tensor starts on 32 floats) and each
-/// thread keeps several in flight per network: one block moves tens of KB
-/// from L2, and with one load at a time per thread its latency would
-/// dominate the whole kernel.
-__device__ inline void stage_networks(const NetworkLayout& layout, const StagedNetwork& net, int count,
-                                      const float* const* flat, float* const* dst) {
-  constexpr int in_flight = 4;
-  for (int l = 0; l < layout.num_layers; ++l) {
-    const auto& s = layout.layers[l];
-    const int n = s.out * s.in, n4 = n / 4;
-    for (int base = threadIdx.x; base < n4; base += in_flight * blockDim.x) {
-      float4 v[2][in_flight];
+/// Copies `Count` networks (1 or 2) of the flat layout from flat[c] into
+/// their staged form at dst[c] (StagedNetwork), with all threads of the
+/// block: one pass over the whole flat buffer as float4, `InFlight` loads
+/// per network and thread in flight at once. One block moves tens of KB
+/// from L2, so the copy costs what its rounds of L2 latency cost: a pass
+/// per tensor, with its biases' scalar loads each a round of their own,
+/// took three times as many rounds.
+template <int Count, int InFlight>
+__device__ inline void stage_networks(const StagedNetwork& net, const float* const* flat, float* const* dst) {
+  const int n4 = net.flat_floats / 4;
+  for (int base = threadIdx.x; base < n4; base += InFlight * blockDim.x) {
+    float4 v[Count][InFlight];
 #pragma unroll
-      for (int c = 0; c < 2; ++c)
+    for (int c = 0; c < Count; ++c)
 #pragma unroll
-        for (int u = 0; u < in_flight; ++u) {
-          const int i4 = base + u * blockDim.x;
-          if (c < count && i4 < n4) v[c][u] = __ldg(reinterpret_cast<const float4*>(flat[c] + s.weight_offset) + i4);
+      for (int u = 0; u < InFlight; ++u) {
+        const int i4 = base + u * blockDim.x;
+        if (i4 < n4) v[c][u] = __ldg(reinterpret_cast<const float4*>(flat[c]) + i4);
+      }
+#pragma unroll
+    for (int u = 0; u < InFlight; ++u) {
+      const int f = 4 * (base + u * blockDim.x);
+      if (f >= net.flat_floats) continue;
+      const StagedSegment& g = net.segment_of(f);
+      const int idx = f - g.begin;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (idx + e >= g.length) continue;  // the padding after the tensor
+        const int at = StagedNetwork::offset_in(g, idx + e);
+#pragma unroll
+        for (int c = 0; c < Count; ++c) {
+          const float4 x = v[c][u];
+          dst[c][at] = e == 0 ? x.x : e == 1 ? x.y : e == 2 ? x.z : x.w;
         }
-#pragma unroll
-      for (int c = 0; c < 2; ++c)
-#pragma unroll
-        for (int u = 0; u < in_flight; ++u) {
-          const int i4 = base + u * blockDim.x;
-          if (c >= count || i4 >= n4) continue;
-          float* ws = dst[c] + net.weight_at[l];
-          stage_element(ws, net.weight_ld[l], s.in, 4 * i4, v[c][u].x);
-          stage_element(ws, net.weight_ld[l], s.in, 4 * i4 + 1, v[c][u].y);
-          stage_element(ws, net.weight_ld[l], s.in, 4 * i4 + 2, v[c][u].z);
-          stage_element(ws, net.weight_ld[l], s.in, 4 * i4 + 3, v[c][u].w);
-        }
-    }
-    for (int c = 0; c < count; ++c) {
-      for (int idx = 4 * n4 + threadIdx.x; idx < n; idx += blockDim.x)
-        stage_element(dst[c] + net.weight_at[l], net.weight_ld[l], s.in, idx, flat[c][s.weight_offset + idx]);
-      for (int j = threadIdx.x; j < s.out; j += blockDim.x) dst[c][net.bias_at[l] + j] = flat[c][s.bias_offset + j];
+      }
     }
   }
 }
@@ -118,9 +82,10 @@ __device__ inline void stage_networks(const NetworkLayout& layout, const StagedN
 /// out[r, j] = act(b[j] + sum_k in[r, k] w[j, k]) for `rows` rows; one
 /// thread per output, four accumulators to shorten the dependent chain.
 __device__ inline void dense_rows(const float* in, int rows, int n_in, const float* w, int w_ld, const float* b,
-                                  int n_out, float* out, bool relu) {
+                                  const FastDivisor& outputs, float* out, bool relu) {
+  const int n_out = static_cast<int>(outputs.divisor());
   for (int idx = threadIdx.x; idx < rows * n_out; idx += blockDim.x) {
-    const int r = idx / n_out, j = idx - r * n_out;
+    const int r = static_cast<int>(outputs.divide(static_cast<std::uint32_t>(idx))), j = idx - r * n_out;
     const float* x = in + r * n_in;
     const float* wj = w + j * w_ld;
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;

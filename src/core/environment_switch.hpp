@@ -2,10 +2,14 @@
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES):
 // on unless set to "0", so a user turns a fast path off for a comparison or
-// to rule it out while debugging.
+// to rule it out while debugging; and one tuning knob,
+// FOXRL_CUDA_FUSED_THREADS.
+
+#include "core/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace foxrl {
 
@@ -36,6 +40,19 @@ inline bool gemm_epilogues_allowed_by_environment() { return switch_on_in_enviro
 inline bool gemm_epilogue_masks_requested_by_environment() {
   const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
   return value != nullptr && std::strcmp(value, "masks") == 0;
+}
+
+/// FOXRL_CUDA_FUSED_THREADS: threads per block of the fused small-network
+/// update and forward (kernels/cuda/): 256 when unset, or 512 or 1024 (a
+/// tuning knob, perf/NOTES.md). Any other value is refused, naming it.
+inline int fused_small_threads_from_environment() {
+  const char* value = std::getenv("FOXRL_CUDA_FUSED_THREADS");
+  if (value == nullptr) return 256;
+  for (const int threads : {256, 512, 1024})
+    if (std::strcmp(value, std::to_string(threads).c_str()) == 0) return threads;
+  throw UsageError(std::string("FOXRL_CUDA_FUSED_THREADS must be 256, 512 or 1024 (threads per block of the fused "
+                               "small-network kernels), got '") +
+                   value + "'");
 }
 
 }  // namespace foxrl

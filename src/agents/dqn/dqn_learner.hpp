@@ -272,6 +272,8 @@ class DqnLearner {
   }
   /// Blocks of the fused update of a full batch (0 when it does not run fused).
   int fused_update_blocks() const { return fused_update_ ? fused_blocks_ : 0; }
+  /// Threads per block of the fused update and forward (0 when not fused).
+  int fused_update_threads() const { return fused_update_ ? fused_threads_ : 0; }
 
   /// Graph replays of update() so far (0 off CUDA or with graphs off).
   std::int64_t graph_replays() const { return graphs_->replays(); }
@@ -387,14 +389,16 @@ class DqnLearner {
         return;
       using Finish = decltype(guard_.decision(metrics_));
       using Step = decltype(adam_step(0.0f));
-      fused_unfit_ = kernels::cuda::small_update_unfit<Finish, Step>(layout_, config_.max_batch);
+      fused_threads_ = fused_small_threads_from_environment();
+      fused_unfit_ = kernels::cuda::small_update_unfit<Finish, Step>(layout_, config_.max_batch, fused_threads_);
       if (!fused_unfit_.empty()) return;
       // No batch up to max_batch takes more blocks than the largest one
       // (or small_update_max_blocks, below the shared-memory cap).
-      fused_blocks_ = std::max(
-          kernels::cuda::small_update_max_blocks,
-          kernels::cuda::plan_small_update(layout_, config_.max_batch, kernels::cuda::small_update_shared_limit())
-              .blocks);
+      fused_blocks_ =
+          std::max(kernels::cuda::small_update_max_blocks,
+                   kernels::cuda::plan_small_update(layout_, config_.max_batch,
+                                                    kernels::cuda::small_update_shared_limit(), fused_threads_)
+                       .blocks);
       // Zero-initialised: the kernel never writes the layout's padding of
       // a partial, and sums the whole flat buffer.
       fused_grad_partials_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::fused_grad_partials"),
@@ -419,7 +423,8 @@ class DqnLearner {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
       kernels::cuda::SmallUpdateArgs a;
-      a.plan = kernels::cuda::plan_small_update(layout_, batch.size(), kernels::cuda::small_update_shared_limit());
+      a.plan = kernels::cuda::plan_small_update(layout_, batch.size(), kernels::cuda::small_update_shared_limit(),
+                                                fused_threads_);
       a.online = online_.flat.data();
       a.target = target_.params().flat.data();
       a.grads = grads_.data();
@@ -584,7 +589,7 @@ class DqnLearner {
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
       const auto& head = online_net_.output();
       kernels::cuda::SmallForwardArgs a;
-      a.plan = kernels::cuda::plan_small_forward(layout_, static_cast<int>(states.extent(0)));
+      a.plan = kernels::cuda::plan_small_forward(layout_, static_cast<int>(states.extent(0)), fused_threads_);
       a.params = online_.flat.data();
       a.states = states.data();
       a.states_ld = static_cast<int>(states.stride(0));
@@ -617,6 +622,7 @@ class DqnLearner {
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
+  int fused_threads_ = 256;     ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)
   std::string fused_unfit_;
   vector fused_grad_partials_, fused_sums_;      ///< the fused update's partial gradients and block sums
   FusedUpdateStamps<memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)

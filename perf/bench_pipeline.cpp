@@ -140,12 +140,13 @@ int main(int argc, char** argv) {
     context.fence("bench::warm");
     const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
 
-    std::size_t launches = 0, fences = 0;
+    std::size_t launches = 0, copies = 0, fences = 0;
     {
       foxrl::KokkosToolsAudit audit;
       trainer.iterate();
       context.fence("bench::count");
       launches = audit.record().launches.size();
+      copies = audit.record().copies.size();
       for (const auto& f : audit.record().fences) fences += f.name != "foxrl::bench::count";
       if (list_launches) {
         for (const auto& l : audit.record().launches) {
@@ -154,6 +155,9 @@ int main(int argc, char** argv) {
                                                                                          : "scan";
           std::cerr << kind << ' ' << l.name << (l.regions.empty() ? "" : "  [" + l.regions.back() + "]") << '\n';
         }
+        for (const auto& c : audit.record().copies)
+          std::cerr << "copy " << c.dst_label << " (" << c.dst_space << ") <- " << c.src_label << " (" << c.src_space
+                    << "), " << c.bytes << " bytes\n";
       }
     }
     std::vector<double> window_s;
@@ -171,13 +175,14 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"bench\":\"pipeline\",\"config\":\"%s\",\"backend\":\"%s\",\"num_envs\":%lld,\"median_us\":%.2f,"
         "\"us_per_iteration\":%.2f,\"env_steps_per_s\":%.0f,\"updates_per_s\":%.0f,\"iterations\":%d,"
-        "\"repeats\":%d,\"launches_per_iteration\":%zu,\"fences_per_iteration\":%zu,\"fill_and_warmup_s\":%.2f,"
+        "\"repeats\":%d,\"launches_per_iteration\":%zu,\"copies_per_iteration\":%zu,\"fences_per_iteration\":%zu,"
+        "\"fill_and_warmup_s\":%.2f,"
         "\"update_graph_replays\":%lld,\"iteration_graph_replays\":%lld,\"iteration_graph_keys\":%zu,"
         "\"iteration_graph_failed_captures\":%d,\"gemm_epilogues\":%s,\"fused_update_threads\":%d,\"windows_s\":[",
         label.c_str(), Exec::name(), static_cast<long long>(config.num_envs), us_per_iteration, us_per_iteration,
         static_cast<double>(config.num_envs) / us_per_iteration * 1e6,
         static_cast<double>(config.updates_per_iteration) / us_per_iteration * 1e6, iterations, repeats, launches,
-        fences, warm_s, static_cast<long long>(trainer.learner().graph_replays()),
+        copies, fences, warm_s, static_cast<long long>(trainer.learner().graph_replays()),
         static_cast<long long>(trainer.iteration_graph_replays()), trainer.iteration_graph_keys(),
         trainer.iteration_graph_failed_captures(), trainer.learner().fused_gemm_epilogues() ? "true" : "false",
         trainer.learner().fused_update_threads());

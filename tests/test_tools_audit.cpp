@@ -81,6 +81,21 @@ TEMPLATE_TEST_CASE("audit flags unprefixed allocations and kernel labels", "[aud
   CHECK_THAT(launches.front() + launches.back(), Catch::Contains("no_prefix"));
 }
 
+TEMPLATE_TEST_CASE("audit records a deep copy with its Views' labels and bytes", "[audit]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  using Mem = typename Exec::memory_space;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> from(Kokkos::view_alloc(context.space(), "foxrl::test::from"), 8, 3);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> to(Kokkos::view_alloc(context.space(), "foxrl::test::to"), 8, 3);
+  context.fence("test::setup");
+  const auto record = foxrl::audit([&] { Kokkos::deep_copy(context.space(), to, from); });
+  REQUIRE(record.copies.size() == 1);
+  CHECK(record.copies.front().dst_label == "foxrl::test::to");
+  CHECK(record.copies.front().src_label == "foxrl::test::from");
+  CHECK(record.copies.front().bytes == 8 * 3 * sizeof(float));
+  CHECK(record.launches.empty());
+}
+
 TEST_CASE("only one audit can be active", "[audit]") {
   foxrl::KokkosToolsAudit first;
   CHECK_THROWS_AS(foxrl::KokkosToolsAudit(), foxrl::Error);

@@ -115,6 +115,13 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   CHECK(trainer_regions(record) == phases);
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
+  // Nor does it copy a View: in the iteration's graph a copy is a node of
+  // its own on the chain, as a launch is (the collector's env step keeps
+  // the observations it acted on inside its own launch).
+  std::string copies;
+  for (const auto& c : record.copies) copies += " " + c.dst_label + " <- " + c.src_label;
+  INFO("copies:" << copies);
+  CHECK(record.copies.empty());
 }
 
 TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on the run's instance",

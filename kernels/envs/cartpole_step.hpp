@@ -42,9 +42,15 @@ struct CartPoleStep {
   EnvStep<MemorySpace> out;
   std::uint64_t reset_seed;
   int max_steps;
+  /// When allocated: receives the observations the actions were chosen
+  /// from (obs before this step overwrites them), so a collector needs no
+  /// copy of its own.
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> acted_on = {};
 
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     using P = CartPolePhysics;
+    if (acted_on.data() != nullptr)
+      for (int j = 0; j < 4; ++j) acted_on(i, j) = obs(i, j);
     float x = s.x(i), x_dot = s.x_dot(i), theta = s.theta(i), theta_dot = s.theta_dot(i);
     const float force = actions(i) == 1 ? P::force_mag : -P::force_mag;
     const float costheta = math::cos(theta);

@@ -91,7 +91,9 @@ void market_reset(const ExecSpace& space, const MarketStep<typename ExecSpace::m
 /// The observations after a market step ("foxrl::MarketEnv::observations"):
 /// next_obs from the bar and position the step moved to (next_time,
 /// next_position), obs the same unless the env was truncated, then from its
-/// new episode's start (time, position).
+/// new episode's start (time, position). When `acted_on` is allocated it
+/// first receives obs as it was (the observations the actions were chosen
+/// from), so a collector needs no copy of its own.
 template <class ExecSpace, class MemorySpace>
 void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySpace>& f, FeatureSet set, int W, int D,
                               const Kokkos::View<std::int32_t*, MemorySpace>& nt,
@@ -100,12 +102,15 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
                               const Kokkos::View<std::int32_t*, MemorySpace>& pos,
                               const Kokkos::View<std::uint8_t*, MemorySpace>& truncated,
                               const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& next_obs,
-                              const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& obs) {
+                              const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& obs,
+                              const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& acted_on = {}) {
   const int num_envs = static_cast<int>(nt.extent(0));
+  const bool keep = acted_on.data() != nullptr;
   Kokkos::parallel_for(
       "foxrl::MarketEnv::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D)),
       KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, j = idx % D;
+        if (keep) acted_on(i, j) = obs(i, j);
         const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
         next_obs(i, j) = v;
         obs(i, j) = truncated(i) ? kernels::observation_value(f, set, W, time(i), pos(i), j) : v;

@@ -79,16 +79,17 @@ class ExperienceCollector {
  private:
   template <class SelectActions>
   bool step_then_push(const ExecSpace& space, const SelectActions& select_actions, kernels::CounterRead nstep_pushed) {
-    // The env overwrites its observations in place; keep the ones acted on.
-    Kokkos::deep_copy(space, acted_on_, env_.observations());
-    obs_view network_input = acted_on_;
+    // The env overwrites its observations in place: its step keeps the ones
+    // acted on in acted_on_ for the n-step record, inside its own launch
+    // (a copy beforehand would be one more node on the iteration's chain).
+    obs_view network_input = env_.observations();
     if (adapter_ != nullptr) {
-      adapter_->process(space, acted_on_, normalized_);
+      adapter_->process(space, env_.observations(), normalized_);
       network_input = normalized_;
     }
     learner_.greedy_actions(space, network_input, greedy_);
     select_actions();
-    env_.step(space, actions_);
+    env_.step_keeping(space, actions_, acted_on_);
     const auto& result = env_.step_result();
     stats_.record(space, result.rewards, result.terminated, result.truncated);
     return nstep_.push(

@@ -55,6 +55,12 @@ void on_allocate(Kokkos::Tools::SpaceHandle space, const char* label, const void
   }
 }
 
+void on_begin_deep_copy(Kokkos::Tools::SpaceHandle dst_space, const char* dst_label, const void*,
+                        Kokkos::Tools::SpaceHandle src_space, const char* src_label, const void*, std::uint64_t bytes) {
+  if (active_record != nullptr)
+    active_record->copies.push_back({dst_space.name, dst_label, src_space.name, src_label, bytes});
+}
+
 void on_push_region(const char* name) {
   open_regions.emplace_back(name);
   if (active_record != nullptr) active_record->regions.push_back({AuditRecord::RegionEvent::Kind::push, name});
@@ -174,6 +180,7 @@ KokkosToolsAudit::KokkosToolsAudit() {
   KTE::set_begin_fence_callback(on_begin_fence);
   KTE::set_end_fence_callback(on_end);
   KTE::set_allocate_data_callback(on_allocate);
+  KTE::set_begin_deep_copy_callback(on_begin_deep_copy);
   open_regions.clear();
   KTE::set_push_region_callback(on_push_region);
   KTE::set_pop_region_callback(on_pop_region);
@@ -190,6 +197,7 @@ KokkosToolsAudit::~KokkosToolsAudit() {
   KTE::set_begin_fence_callback(nullptr);
   KTE::set_end_fence_callback(nullptr);
   KTE::set_allocate_data_callback(nullptr);
+  KTE::set_begin_deep_copy_callback(nullptr);
   KTE::set_push_region_callback(nullptr);
   KTE::set_pop_region_callback(nullptr);
   active_record = nullptr;

@@ -1,7 +1,7 @@
 #pragma once
 // KokkosToolsAudit: records, through Kokkos Tools callbacks, every kernel
-// launch, fence, allocation and profiling region (push and pop) made while a
-// callable runs, and checks them
+// launch, fence, allocation, deep copy and profiling region (push and pop)
+// made while a callable runs, and checks them
 // against the one-stream rule. Tests use it to prove a component stays on
 // the run's instance; benchmarks use it to count launches per iteration.
 
@@ -35,6 +35,13 @@ struct AuditRecord {
     std::uint64_t bytes;
   };
 
+  /// A deep_copy between Views (or a fill: Kokkos reports those too): in a
+  /// captured iteration each is a graph node of its own, like a launch.
+  struct Copy {
+    std::string dst_space, dst_label, src_space, src_label;
+    std::uint64_t bytes;
+  };
+
   /// A pushRegion or popRegion; a pop carries the name of the region it
   /// closed ("" for a region opened before the audit).
   struct RegionEvent {
@@ -46,6 +53,7 @@ struct AuditRecord {
   std::vector<Launch> launches;
   std::vector<Fence> fences;
   std::vector<Allocation> allocations;
+  std::vector<Copy> copies;
   std::vector<RegionEvent> regions;
 
   /// Names of the regions pushed, in order.

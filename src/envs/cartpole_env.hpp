@@ -80,6 +80,15 @@ class CartPoleEnv {
     kernels::cartpole_step(space, functor(actions, out));
   }
 
+  /// step(space, actions), also writing the observations the actions were
+  /// chosen from (observations() before the step) into `acted_on` [N, 4],
+  /// inside the step's own launch.
+  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
+    auto f = functor(actions, last_);
+    f.acted_on = acted_on;
+    kernels::cartpole_step(space, f);
+  }
+
   /// Puts env `env` into the given state at episode step 0 (for rollouts
   /// from an explicit initial state); its observation follows.
   void set_state(const ExecSpace& space, int env, const std::array<float, 4>& state) {

@@ -44,6 +44,12 @@ class VectorEnv {
   void step(const ExecSpace& space, const action_view& actions) {
     std::visit([&](auto& e) { e.step(space, actions); }, env_);
   }
+  /// step(), also writing the observations the actions were chosen from
+  /// (observations() before the step) into `acted_on`, inside the env's
+  /// own launches (no copy launch of its own).
+  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
+    std::visit([&](auto& e) { e.step_keeping(space, actions, acted_on); }, env_);
+  }
   void reset(const ExecSpace& space) {
     std::visit([&](auto& e) { e.reset(space); }, env_);
   }

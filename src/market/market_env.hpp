@@ -221,10 +221,14 @@ class MarketEnv {
 
   /// Same, writing the step result into caller-owned Views.
   void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
-    kernels::market_step(space, functor(actions, out));
-    kernels::market_step_observations(space, market_.features(), config_.observation.set, config_.observation.window,
-                                      obs_dim(), next_time_, next_position_, state_.time, state_.position,
-                                      out.truncated, out.next_observations, obs_);
+    step_into(space, actions, out, {});
+  }
+
+  /// step(space, actions), also writing the observations the actions were
+  /// chosen from (observations() before the step) into `acted_on` [N,
+  /// obs_dim], inside the step's observation launch.
+  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
+    step_into(space, actions, last_, acted_on);
   }
 
   /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the
@@ -248,6 +252,14 @@ class MarketEnv {
   const MarketFeatures<ExecSpace>& market() const { return market_; }
 
  private:
+  void step_into(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out,
+                 const obs_view& acted_on) {
+    kernels::market_step(space, functor(actions, out));
+    kernels::market_step_observations(space, market_.features(), config_.observation.set, config_.observation.window,
+                                      obs_dim(), next_time_, next_position_, state_.time, state_.position,
+                                      out.truncated, out.next_observations, obs_, acted_on);
+  }
+
   kernels::MarketStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
     return {state_,
             market_.features().log_return,

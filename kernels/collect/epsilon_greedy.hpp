@@ -65,6 +65,40 @@ KOKKOS_INLINE_FUNCTION std::int32_t epsilon_greedy_action(std::uint64_t explore_
   return greedy;
 }
 
+/// The action of env `env` at `global_step` around its greedy action
+/// `best`: with epsilon `eps`, or when eps < 0 the schedule's epsilon at
+/// that step (0 in greedy_mode). The one body of select_actions and of
+/// EpsilonGreedyChoice.
+KOKKOS_INLINE_FUNCTION std::int32_t choose_action(std::uint64_t explore_seed, int env, std::int64_t global_step,
+                                                  float eps, bool greedy_mode, const EpsilonSchedule& schedule,
+                                                  std::int32_t best, int num_actions) {
+  float e = eps;
+  if (e < 0) e = greedy_mode ? 0.0f : static_cast<float>(schedule(global_step));
+  return e > 0 ? epsilon_greedy_action(explore_seed, env, global_step, e, best, num_actions) : best;
+}
+
+/// select_actions from greedy actions as a per-env functor, for a kernel
+/// that takes the action in the same thread (an env step: one launch
+/// fewer than selecting first). choice(i) writes actions(i) and returns it.
+template <class MemorySpace>
+struct EpsilonGreedyChoice {
+  Kokkos::View<const std::int32_t*, MemorySpace> greedy;
+  Kokkos::View<std::int32_t*, MemorySpace> actions;
+  CounterRead global_step;
+  float eps = -1.0f;  ///< < 0: the schedule's at the step (see choose_action)
+  EpsilonSchedule schedule;
+  bool greedy_mode = false;
+  std::uint64_t explore_seed = 0;
+  int num_actions = 1;
+
+  KOKKOS_INLINE_FUNCTION std::int32_t operator()(int i) const {
+    const std::int32_t a =
+        choose_action(explore_seed, i, global_step(), eps, greedy_mode, schedule, greedy(i), num_actions);
+    actions(i) = a;
+    return a;
+  }
+};
+
 /// actions[i] = epsilon-greedy around the argmax of q(i, :) (or greedy[i]
 /// when q is empty) with env i's draws at the global step `step` (read when
 /// the kernel runs), with epsilon `eps`, or when eps < 0 the schedule's
@@ -83,11 +117,8 @@ void select_actions(const ExecSpace& space, const char* label,
   const int n = static_cast<int>(actions.extent(0));
   Kokkos::parallel_for(
       label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
-        const std::int64_t step = global_step();
-        float e = eps;
-        if (e < 0) e = greedy_mode ? 0.0f : static_cast<float>(schedule(step));
         const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
-        actions(i) = e > 0 ? kernels::epsilon_greedy_action(seed, i, step, e, best, A) : best;
+        actions(i) = kernels::choose_action(seed, i, global_step(), eps, greedy_mode, schedule, best, A);
       });
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/compat.hpp"
 #include "kernels/core/counter_rng.hpp"
+#include "kernels/envs/choose_then_step.hpp"
 #include "views/envs/cartpole_state.hpp"
 #include "views/envs/env_step.hpp"
 
@@ -47,12 +48,16 @@ struct CartPoleStep {
   /// copy of its own.
   Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> acted_on = {};
 
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { step_with(i, actions(i)); }
+
+  /// The step of env i taking `action` (ChooseThenStep passes the one it
+  /// chose in the same thread).
+  KOKKOS_INLINE_FUNCTION void step_with(int i, std::int32_t action) const {
     using P = CartPolePhysics;
     if (acted_on.data() != nullptr)
       for (int j = 0; j < 4; ++j) acted_on(i, j) = obs(i, j);
     float x = s.x(i), x_dot = s.x_dot(i), theta = s.theta(i), theta_dot = s.theta_dot(i);
-    const float force = actions(i) == 1 ? P::force_mag : -P::force_mag;
+    const float force = action == 1 ? P::force_mag : -P::force_mag;
     const float costheta = math::cos(theta);
     const float sintheta = math::sin(theta);
     const float temp = (force + P::polemass_length * theta_dot * theta_dot * sintheta) / P::total_mass;
@@ -137,6 +142,15 @@ struct CartPoleReset {
 template <class ExecSpace>
 void cartpole_step(const ExecSpace& space, const CartPoleStep<typename ExecSpace::memory_space>& f) {
   Kokkos::parallel_for("foxrl::CartPole::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, f.s.size())), f);
+}
+
+/// The same launch, each env's action chosen by `choose` in its thread
+/// (kernels/envs/choose_then_step.hpp).
+template <class ExecSpace, class Choose>
+void cartpole_step(const ExecSpace& space,
+                   const ChooseThenStep<Choose, CartPoleStep<typename ExecSpace::memory_space>>& f) {
+  Kokkos::parallel_for("foxrl::CartPole::step",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, f.step.s.size())), f);
 }
 
 /// Starts a new episode in every env ("foxrl::CartPole::reset").

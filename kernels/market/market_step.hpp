@@ -6,6 +6,7 @@
 
 #include "core/compat.hpp"
 #include "kernels/core/counter_rng.hpp"
+#include "kernels/envs/choose_then_step.hpp"
 #include "kernels/market/features.hpp"
 #include "views/envs/env_step.hpp"
 #include "views/market/market_views.hpp"
@@ -32,10 +33,13 @@ struct MarketStep {
   int first_start;
   std::uint32_t num_starts;
 
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { step_with(i, actions(i)); }
+
+  /// The step of env i taking action `a` (ChooseThenStep passes the one it
+  /// chose in the same thread).
+  KOKKOS_INLINE_FUNCTION void step_with(int i, std::int32_t a) const {
     const int t = s.time(i);
     const int p = s.position(i);
-    const int a = actions(i);
     const int q = (a < 0 ? 0 : (a >= num_actions ? num_actions - 1 : a)) + min_position;
     const int change = q > p ? q - p : p - q;
     // Flat earns exactly 0 (not -0 from 0 * a negative return).
@@ -78,6 +82,15 @@ template <class ExecSpace>
 void market_step(const ExecSpace& space, const MarketStep<typename ExecSpace::memory_space>& f) {
   Kokkos::parallel_for("foxrl::MarketEnv::step", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, f.s.size())),
                        f);
+}
+
+/// The same launch, each env's action chosen by `choose` in its thread
+/// (kernels/envs/choose_then_step.hpp).
+template <class ExecSpace, class Choose>
+void market_step(const ExecSpace& space,
+                 const ChooseThenStep<Choose, MarketStep<typename ExecSpace::memory_space>>& f) {
+  Kokkos::parallel_for("foxrl::MarketEnv::step",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, f.step.s.size())), f);
 }
 
 /// Starts a new episode in every env ("foxrl::MarketEnv::reset"; the

@@ -78,6 +78,32 @@ class ActionSelector {
     launch(space, "foxrl::ActionSelector::select_from_greedy", q_view(), greedy, global_step, -1.0f, actions);
   }
 
+  /// select_from_greedy's per-env choice as a functor, for a launch that
+  /// takes the action in the same thread (VectorEnv::step_choosing): the
+  /// same actions, written to `actions`, one launch fewer. The global step
+  /// is a host value (epsilon evaluated on the host, as select_from_greedy
+  /// does) or one read when the kernel runs (epsilon evaluated there).
+  kernels::EpsilonGreedyChoice<memory_space> greedy_choice(const const_action_view& greedy, std::int64_t global_step,
+                                                           const action_view& actions) const {
+    auto c = greedy_choice(greedy, kernels::CounterRead::host(global_step), actions);
+    c.eps = static_cast<float>(epsilon(global_step));
+    return c;
+  }
+  kernels::EpsilonGreedyChoice<memory_space> greedy_choice(const const_action_view& greedy,
+                                                           kernels::CounterRead global_step,
+                                                           const action_view& actions) const {
+    check(greedy.extent(0), static_cast<std::size_t>(num_actions_), actions.extent(0));
+    kernels::EpsilonGreedyChoice<memory_space> c;
+    c.greedy = greedy;
+    c.actions = actions;
+    c.global_step = global_step;
+    c.schedule = schedule_;
+    c.greedy_mode = greedy_;
+    c.explore_seed = explore_seed_;
+    c.num_actions = num_actions_;
+    return c;
+  }
+
   /// Launches the selection kernel (kernels::select_actions) unchecked.
   /// `eps < 0` means: evaluate the schedule on the device at `global_step`.
   void launch(const ExecSpace& space, const char* label, const q_view& q, const const_action_view& greedy,

@@ -50,9 +50,8 @@ class ExperienceCollector {
   /// finished an n-step transition (false while the windows fill): then
   /// nstep().output() holds them until the next step.
   bool step(const ExecSpace& space, std::int64_t global_step) {
-    return step_then_push(
-        space, [&] { selector_.select_from_greedy(space, greedy_, global_step, actions_); },
-        kernels::CounterRead::host(nstep_.steps_pushed()));
+    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_),
+                          kernels::CounterRead::host(nstep_.steps_pushed()));
   }
 
   /// The same with the global step and the n-step push count read when the
@@ -62,8 +61,7 @@ class ExperienceCollector {
   /// may capture this call in a graph (count_replayed_step() then stands
   /// for it on each replay).
   bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed) {
-    return step_then_push(
-        space, [&] { selector_.select_from_greedy(space, greedy_, global_step, actions_); }, nstep_pushed);
+    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed);
   }
 
   /// The host side of a step whose launches ran in a replayed graph.
@@ -77,19 +75,20 @@ class ExperienceCollector {
   NStepAccumulator<ExecSpace>& nstep() { return nstep_; }
 
  private:
-  template <class SelectActions>
-  bool step_then_push(const ExecSpace& space, const SelectActions& select_actions, kernels::CounterRead nstep_pushed) {
-    // The env overwrites its observations in place: its step keeps the ones
-    // acted on in acted_on_ for the n-step record, inside its own launch
-    // (a copy beforehand would be one more node on the iteration's chain).
+  /// The greedy actions, then one env step that makes the epsilon-greedy
+  /// `choice` (recording the actions in actions_) and keeps the
+  /// observations acted on in acted_on_ for the n-step record, both inside
+  /// the env's own launch: a selection launch and a copy beforehand would
+  /// each be one more node on the iteration's chain.
+  bool step_then_push(const ExecSpace& space, const kernels::EpsilonGreedyChoice<memory_space>& choice,
+                      kernels::CounterRead nstep_pushed) {
     obs_view network_input = env_.observations();
     if (adapter_ != nullptr) {
       adapter_->process(space, env_.observations(), normalized_);
       network_input = normalized_;
     }
     learner_.greedy_actions(space, network_input, greedy_);
-    select_actions();
-    env_.step_keeping(space, actions_, acted_on_);
+    env_.step_choosing(space, choice, acted_on_);
     const auto& result = env_.step_result();
     stats_.record(space, result.rewards, result.terminated, result.truncated);
     return nstep_.push(

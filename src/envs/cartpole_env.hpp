@@ -80,13 +80,16 @@ class CartPoleEnv {
     kernels::cartpole_step(space, functor(actions, out));
   }
 
-  /// step(space, actions), also writing the observations the actions were
-  /// chosen from (observations() before the step) into `acted_on` [N, 4],
-  /// inside the step's own launch.
-  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
-    auto f = functor(actions, last_);
+  /// step(space, actions) with each env's action chosen by `choose` in the
+  /// step's own thread (kernels::ChooseThenStep: `choose` records the action
+  /// where its caller wants it), also writing the observations the actions
+  /// were chosen from (observations() before the step) into `acted_on`
+  /// [N, 4]. One launch.
+  template <class Choose>
+  void step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on) {
+    auto f = functor(action_view(), last_);
     f.acted_on = acted_on;
-    kernels::cartpole_step(space, f);
+    kernels::cartpole_step(space, kernels::ChooseThenStep<Choose, decltype(f)>{choose, f});
   }
 
   /// Puts env `env` into the given state at episode step 0 (for rollouts

@@ -44,11 +44,14 @@ class VectorEnv {
   void step(const ExecSpace& space, const action_view& actions) {
     std::visit([&](auto& e) { e.step(space, actions); }, env_);
   }
-  /// step(), also writing the observations the actions were chosen from
-  /// (observations() before the step) into `acted_on`, inside the env's
-  /// own launches (no copy launch of its own).
-  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
-    std::visit([&](auto& e) { e.step_keeping(space, actions, acted_on); }, env_);
+  /// step() with each env's action chosen by `choose` inside the step's
+  /// launch (no selection launch of its own), also writing the
+  /// observations the actions were chosen from (observations() before the
+  /// step) into `acted_on` there (no copy of its own). `choose` records the
+  /// actions where its caller wants them (kernels::EpsilonGreedyChoice).
+  template <class Choose>
+  void step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on) {
+    std::visit([&](auto& e) { e.step_choosing(space, choose, acted_on); }, env_);
   }
   void reset(const ExecSpace& space) {
     std::visit([&](auto& e) { e.reset(space); }, env_);

@@ -221,14 +221,20 @@ class MarketEnv {
 
   /// Same, writing the step result into caller-owned Views.
   void step(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out) {
-    step_into(space, actions, out, {});
+    kernels::market_step(space, functor(actions, out));
+    observations_after_step(space, out, {});
   }
 
-  /// step(space, actions), also writing the observations the actions were
-  /// chosen from (observations() before the step) into `acted_on` [N,
-  /// obs_dim], inside the step's observation launch.
-  void step_keeping(const ExecSpace& space, const action_view& actions, const obs_view& acted_on) {
-    step_into(space, actions, last_, acted_on);
+  /// step(space, actions) with each env's action chosen by `choose` in the
+  /// step's own thread (kernels::ChooseThenStep: `choose` records the action
+  /// where its caller wants it), also writing the observations the actions
+  /// were chosen from (observations() before the step) into `acted_on`
+  /// [N, obs_dim] in the observation launch. Two launches, as step().
+  template <class Choose>
+  void step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on) {
+    using Step = kernels::MarketStep<memory_space>;
+    kernels::market_step(space, kernels::ChooseThenStep<Choose, Step>{choose, functor(action_view(), last_)});
+    observations_after_step(space, last_, acted_on);
   }
 
   /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the
@@ -252,9 +258,7 @@ class MarketEnv {
   const MarketFeatures<ExecSpace>& market() const { return market_; }
 
  private:
-  void step_into(const ExecSpace& space, const action_view& actions, const EnvStep<memory_space>& out,
-                 const obs_view& acted_on) {
-    kernels::market_step(space, functor(actions, out));
+  void observations_after_step(const ExecSpace& space, const EnvStep<memory_space>& out, const obs_view& acted_on) {
     kernels::market_step_observations(space, market_.features(), config_.observation.set, config_.observation.window,
                                       obs_dim(), next_time_, next_position_, state_.time, state_.position,
                                       out.truncated, out.next_observations, obs_, acted_on);

@@ -93,15 +93,7 @@ class ActionSelector {
                                                            kernels::CounterRead global_step,
                                                            const action_view& actions) const {
     check(greedy.extent(0), static_cast<std::size_t>(num_actions_), actions.extent(0));
-    kernels::EpsilonGreedyChoice<memory_space> c;
-    c.greedy = greedy;
-    c.actions = actions;
-    c.global_step = global_step;
-    c.schedule = schedule_;
-    c.greedy_mode = greedy_;
-    c.explore_seed = explore_seed_;
-    c.num_actions = num_actions_;
-    return c;
+    return {greedy, actions, global_step, -1.0f, schedule_, greedy_, explore_seed_, num_actions_};
   }
 
   /// Launches the selection kernel (kernels::select_actions) unchecked.

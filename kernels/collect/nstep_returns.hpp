@@ -14,6 +14,7 @@
 
 #include "core/compat.hpp"
 #include "kernels/core/counter_read.hpp"
+#include "kernels/core/fast_divisor.hpp"
 #include "views/collect/transition_batch.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -51,18 +52,24 @@ void record_step_and_emit(const ExecSpace& space, const NStepRing<typename ExecS
   const int n = static_cast<int>(ring.actions.extent(0));
   const int num_envs = static_cast<int>(ring.actions.extent(1));
   const int dim = static_cast<int>(ring.observations.extent(2));
+  const std::int64_t count = static_cast<std::int64_t>(num_envs) * dim;
+  // A GPU has no integer divide: (env, d) from the flat index by a
+  // multiply-high where it is exact (always, short of 2^32 / dim threads),
+  // and the step's ring slots from one 64-bit modulo instead of two.
+  const FastDivisor by_dim(static_cast<std::uint32_t>(dim));
+  const bool fast_index = count - 1 <= static_cast<std::int64_t>(by_dim.max_exact());
   // One thread per (env, observation component), so copies are coalesced;
   // the d == 0 thread of each env also writes the env's scalars.
   Kokkos::parallel_for(
-      "foxrl::NStep::record_step_and_emit",
-      compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<std::int64_t>(num_envs) * dim)),
+      "foxrl::NStep::record_step_and_emit", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, count)),
       KOKKOS_LAMBDA(std::int64_t flat) {
         const std::int64_t step_index = steps_before();
         const int slot = static_cast<int>(step_index % n);
-        // Oldest step of the window that this step completes.
-        const int first = static_cast<int>((step_index + 1) % n);
-        const int env = static_cast<int>(flat / dim);
-        const int d = static_cast<int>(flat % dim);
+        // Oldest step of the window that this step completes: (step_index + 1) % n.
+        const int first = slot + 1 == n ? 0 : slot + 1;
+        const int env = fast_index ? static_cast<int>(by_dim.divide(static_cast<std::uint32_t>(flat)))
+                                   : static_cast<int>(flat / dim);
+        const int d = static_cast<int>(flat - static_cast<std::int64_t>(env) * dim);
         const float obs = step.observations(env, d);
         const float next = step.next_observations(env, d);
         ring.observations(slot, env, d) = obs;
@@ -81,7 +88,7 @@ void record_step_and_emit(const ExecSpace& space, const NStepRing<typename ExecS
         int last = first;
         std::uint8_t ended = 0;
         for (int j = 0; j < n; ++j) {
-          const int idx = (first + j) % n;
+          const int idx = first + j < n ? first + j : first + j - n;  // (first + j) % n: first, j < n
           const std::uint8_t flags = idx == slot ? end_here : ring.episode_end(idx, env);
           if (d == 0) reward += discount * (idx == slot ? step.rewards(env) : ring.rewards(idx, env));
           discount *= gamma;

@@ -52,9 +52,7 @@ struct SmallForwardPlan {
 };
 
 inline SmallForwardPlan plan_small_forward(const NetworkLayout& layout, int rows, int threads = small_forward_block) {
-  if (threads != 256 && threads != 512 && threads != 1024)
-    throw LogicError("foxrl::kernels::cuda::plan_small_forward: " + std::to_string(threads) +
-                     " threads per block; the kernel is built for 256, 512 and 1024");
+  fused_threads_slot(threads, "foxrl::kernels::cuda::plan_small_forward");
   SmallForwardPlan p;
   p.threads = threads;
   p.layout = layout;
@@ -152,7 +150,7 @@ inline void fused_small_forward(const Kokkos::Cuda& space, const SmallForwardArg
   }();
   (void)configured;
   const int threads = args.plan.threads;
-  const Kernel kernel = kernels[threads == 1024 ? 2 : threads == 512 ? 1 : 0];
+  const Kernel kernel = kernels[fused_threads_slot(threads, "foxrl::kernels::cuda::fused_small_forward")];
   void* params[] = {const_cast<SmallForwardArgs*>(&args)};
   check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(args.plan.blocks), dim3(threads), params,
                               args.plan.shared_bytes, space.cuda_stream()),

@@ -91,9 +91,7 @@ struct SmallUpdatePlan {
 /// block: 256, 512 or 1024 (the rows per block do not depend on it).
 inline SmallUpdatePlan plan_small_update(const NetworkLayout& layout, int batch, std::size_t shared_limit,
                                          int threads = small_update_block) {
-  if (threads != 256 && threads != 512 && threads != 1024)
-    throw LogicError("foxrl::kernels::cuda::plan_small_update: " + std::to_string(threads) +
-                     " threads per block; the kernel is built for 256, 512 and 1024");
+  fused_threads_slot(threads, "foxrl::kernels::cuda::plan_small_update");
   SmallUpdatePlan p;
   p.threads = threads;
   p.layout = layout;
@@ -411,7 +409,7 @@ auto small_update_kernel(int threads) {
     return true;
   }();
   (void)configured;
-  return kernels[threads == 1024 ? 2 : threads == 512 ? 1 : 0];
+  return kernels[fused_threads_slot(threads, "foxrl::kernels::cuda::fused_small_update")];
 }
 
 /// Empty if the fused update runs `layout` with batches of up to

@@ -6,6 +6,7 @@
 //
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
+#include "core/error.hpp"
 #include "kernels/core/fast_divisor.hpp"
 #include "kernels/cuda/check_cuda.cuh"
 #include "kernels/nn/staged_network.hpp"
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace foxrl {
 namespace kernels {
@@ -31,6 +33,16 @@ inline std::size_t dynamic_shared_limit(std::size_t static_bytes) {
     return std::size_t(bytes);
   }();
   return optin > static_bytes ? optin - static_bytes : 0;
+}
+
+/// Where a block size sits in the fused kernels' tables of instances (256,
+/// 512 and 1024 threads: FOXRL_CUDA_FUSED_THREADS); any other is refused.
+inline int fused_threads_slot(int threads, const char* who) {
+  if (threads == 256) return 0;
+  if (threads == 512) return 1;
+  if (threads == 1024) return 2;
+  throw LogicError(std::string(who) + ": " + std::to_string(threads) +
+                   " threads per block; the kernel is built for 256, 512 and 1024");
 }
 
 /// Row-major rows in shared memory, read as head(row, col).

@@ -74,7 +74,11 @@ TEST_CASE("parse_strict_json: depth limit, duplicate keys, line and column", "[m
                  !Catch::Contains(std::string(300, 'y')));
   CHECK_THAT(usage_error_of([] { parse_strict_json("[1e999]", "big"); }),
              Catch::Contains("big:1:") && Catch::Contains("number overflow"));
-  CHECK_THAT(usage_error_of([] { parse_strict_json("", "empty"); }), Catch::StartsWith("empty:1:1: syntax error"));
+  CHECK_THAT(usage_error_of([] { parse_strict_json("", "empty"); }),
+             Catch::Equals("empty:1:1: syntax error: no JSON value (the input is empty or only whitespace)"));
+  // Whitespace only (and a BOM before it): the location is where the input ends.
+  CHECK_THAT(usage_error_of([] { parse_strict_json("\xEF\xBB\xBF \n\t ", "blank"); }),
+             Catch::StartsWith("blank:2:3: syntax error: no JSON value"));
 }
 
 TEST_CASE("prepare_output_directory creates missing directories and refuses unusable ones", "[messages][output]") {

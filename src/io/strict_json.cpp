@@ -171,6 +171,11 @@ std::string syntax_reason(const std::string& what) {
 Json parse_strict_json(const std::string& text, const std::string& source) {
   std::string_view body(text);
   if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM, as editors on Windows write it
+  // No value at all: said here, because nlohmann's wording for it differs
+  // between its releases (3.11.3 gave it a message of its own).
+  if (body.find_first_not_of(" \t\n\r") == std::string_view::npos)
+    throw UsageError(where(body, body.size(), source) +
+                     ": syntax error: no JSON value (the input is empty or only whitespace)");
   Json root;
   StrictBuilder builder(root);
   if (Json::sax_parse(body.begin(), body.end(), &builder)) return root;

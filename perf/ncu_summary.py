@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Summarise an `ncu --csv --metrics gpu__time_duration.sum[,dram__bytes.sum]`
 log: one line per launch (short kernel name, grid, block, microseconds) and
-the total. When the log also has dram__bytes.sum, each line gets the bytes
-the kernel moved to and from HBM, its achieved bandwidth as a share of the
-H200's 4.8 TB/s, and its memory floor (those bytes at peak bandwidth).
+the total. When the log also has dram__bytes.sum (or its two halves,
+dram__bytes_read.sum and dram__bytes_write.sum, which are added), each line
+gets the bytes the kernel moved to and from HBM, its achieved bandwidth as
+a share of the peak (the H200's 4.8 TB/s unless --hbm-tbps says otherwise:
+3.35 for an H100 SXM), and its memory floor (those bytes at peak bandwidth).
 DRAM bytes count what missed the 50 MB L2, so for data that stays in L2
 between kernels they understate the traffic the kernel asked for.
-Usage: ncu_summary.py LOG.csv [TITLE]"""
+Usage: ncu_summary.py [--hbm-tbps TB/s] LOG.csv [TITLE]"""
 import csv
 import re
 import sys
 
-HBM_BYTES_PER_US = 4.8e12 / 1e6
+DRAM_METRICS = ("dram__bytes.sum", "dram__bytes_read.sum", "dram__bytes_write.sum")
 
 
 def short_name(name):
@@ -37,8 +39,16 @@ def number(row):
 
 
 def main():
-    path = sys.argv[1]
-    title = sys.argv[2] if len(sys.argv) > 2 else path
+    args = sys.argv[1:]
+    hbm_tbps = 4.8
+    if len(args) >= 2 and args[0] == "--hbm-tbps":
+        hbm_tbps = float(args[1])
+        args = args[2:]
+    if not args:
+        sys.exit(__doc__)
+    hbm_bytes_per_us = hbm_tbps * 1e12 / 1e6
+    path = args[0]
+    title = args[1] if len(args) > 1 else path
     lines = open(path, errors="replace").read().splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if start is None:
@@ -52,9 +62,9 @@ def main():
         if metric == "gpu__time_duration.sum":
             value = number(row)
             launch["us"] = value / 1000.0 if row.get("Metric Unit", "ns") in ("ns", "nsecond") else value
-        elif metric == "dram__bytes.sum":
+        elif metric in DRAM_METRICS:
             scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(row.get("Metric Unit", "byte"), 1)
-            launch["bytes"] = number(row) * scale
+            launch["bytes"] = launch.get("bytes", 0.0) + number(row) * scale
     with_bytes = any("bytes" in l for l in launches.values())
     total = total_floor = 0.0
     header = "kernel, grid, block, us" + (", DRAM MB, % of HBM peak, floor us" if with_bytes else "")
@@ -65,7 +75,7 @@ def main():
         line = f"  {short_name(row['Kernel Name'])[:60]:60s} {row.get('Grid Size', ''):>14s} " \
                f"{row.get('Block Size', ''):>14s} {us:9.2f}"
         if with_bytes and "bytes" in launch:
-            floor = launch["bytes"] / HBM_BYTES_PER_US
+            floor = launch["bytes"] / hbm_bytes_per_us
             total_floor += floor
             share = 100.0 * floor / us if us > 0 else 0.0
             line += f" {launch['bytes'] / 1e6:9.2f} {share:6.1f}% {floor:8.2f}"

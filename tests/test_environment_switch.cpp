@@ -82,7 +82,7 @@ TEST_CASE("FOXRL_CUDA_FUSED_THREADS gives 256, 512 or 1024 and refuses anything 
   const char* name = "FOXRL_CUDA_FUSED_THREADS";
   {
     ScopedEnvironment unset(name, nullptr);
-    CHECK(foxrl::fused_small_threads_from_environment() == 256);
+    CHECK(foxrl::fused_small_threads_from_environment() == 1024);  // the documented default
   }
   for (const int threads : {256, 512, 1024}) {
     const std::string value = std::to_string(threads);

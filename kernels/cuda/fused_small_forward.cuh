@@ -30,9 +30,9 @@ namespace foxrl {
 namespace kernels {
 namespace cuda {
 
-/// Threads per block of the fused forward by default (FOXRL_CUDA_FUSED_THREADS
-/// asks for 512 or 1024, as for the fused update).
-constexpr int small_forward_block = 256;
+/// Threads per block of the fused forward by default (1024;
+/// FOXRL_CUDA_FUSED_THREADS asks for 256 or 512, as for the fused update).
+constexpr int small_forward_block = fused_small_default_threads;
 /// Rows per block: enough to keep the block's threads busy on the first
 /// layers, few enough that a handful of rows is one block.
 constexpr int small_forward_rows = 16;

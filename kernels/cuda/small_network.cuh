@@ -6,6 +6,7 @@
 //
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "kernels/core/fast_divisor.hpp"
 #include "kernels/cuda/check_cuda.cuh"

@@ -42,12 +42,19 @@ inline bool gemm_epilogue_masks_requested_by_environment() {
   return value != nullptr && std::strcmp(value, "masks") == 0;
 }
 
+/// Threads per block of the fused small-network update and forward when
+/// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for
+/// cartpole-learn (101.5, 92.5 and 90.8 us per iteration on an H100:
+/// perf/results/h100-23ff710.md).
+inline constexpr int fused_small_default_threads = 1024;
+
 /// FOXRL_CUDA_FUSED_THREADS: threads per block of the fused small-network
-/// update and forward (kernels/cuda/): 256 when unset, or 512 or 1024 (a
-/// tuning knob, perf/NOTES.md). Any other value is refused, naming it.
+/// update and forward (kernels/cuda/): fused_small_default_threads when
+/// unset, or 256, 512 or 1024 (a tuning knob, perf/NOTES.md). Any other
+/// value is refused, naming it.
 inline int fused_small_threads_from_environment() {
   const char* value = std::getenv("FOXRL_CUDA_FUSED_THREADS");
-  if (value == nullptr) return 256;
+  if (value == nullptr) return fused_small_default_threads;
   for (const int threads : {256, 512, 1024})
     if (std::strcmp(value, std::to_string(threads).c_str()) == 0) return threads;
   throw UsageError(std::string("FOXRL_CUDA_FUSED_THREADS must be 256, 512 or 1024 (threads per block of the fused "

@@ -622,7 +622,8 @@ class DqnLearner {
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
-  int fused_threads_ = 256;     ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)
+  int fused_threads_ =
+      fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)
   std::string fused_unfit_;
   vector fused_grad_partials_, fused_sums_;      ///< the fused update's partial gradients and block sums
   FusedUpdateStamps<memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)

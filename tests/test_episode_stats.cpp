@@ -16,7 +16,6 @@
 TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the finished ring", "[episode_stats]",
                    FOXRL_TEST_SPACES) {
   using Exec = TestType;
-  using Mem = typename Exec::memory_space;
   using foxrl::test::to_device;
   using foxrl::test::to_host;
   foxrl::ExecutionContext<Exec> context;

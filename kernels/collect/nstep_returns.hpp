@@ -44,69 +44,95 @@ struct StepRecord {
   Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> next_observations;
 };
 
-template <class ExecSpace>
-void record_step_and_emit(const ExecSpace& space, const NStepRing<typename ExecSpace::memory_space>& ring,
-                          const StepRecord<typename ExecSpace::memory_space>& step,
-                          const TransitionBatch<typename ExecSpace::memory_space>& out, CounterRead steps_before,
-                          float gamma, bool emit) {
-  const int n = static_cast<int>(ring.actions.extent(0));
-  const int num_envs = static_cast<int>(ring.actions.extent(1));
-  const int dim = static_cast<int>(ring.observations.extent(2));
-  const std::int64_t count = static_cast<std::int64_t>(num_envs) * dim;
+/// One step of every env into the ring, and (when `emit`) every env's
+/// transition whose window ends with it: thread `flat` handles env
+/// flat / dim, component flat % dim, so copies are coalesced; the d == 0
+/// thread of each env also writes the env's scalars. Launched on its own
+/// (record_step_and_emit) or inside the collector's one-team record
+/// (kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct NStepRecord {
+  NStepRing<MemorySpace> ring;
+  StepRecord<MemorySpace> step;
+  TransitionBatch<MemorySpace> out;
+  CounterRead steps_before;
+  float gamma = 1.0f;
+  bool emit = false;
+  int n = 1, dim = 1;
   // A GPU has no integer divide: (env, d) from the flat index by a
   // multiply-high where it is exact (always, short of 2^32 / dim threads),
   // and the step's ring slots from one 64-bit modulo instead of two.
-  const FastDivisor by_dim(static_cast<std::uint32_t>(dim));
-  const bool fast_index = count - 1 <= static_cast<std::int64_t>(by_dim.max_exact());
-  // One thread per (env, observation component), so copies are coalesced;
-  // the d == 0 thread of each env also writes the env's scalars.
-  Kokkos::parallel_for(
-      "foxrl::NStep::record_step_and_emit", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, count)),
-      KOKKOS_LAMBDA(std::int64_t flat) {
-        const std::int64_t step_index = steps_before();
-        const int slot = static_cast<int>(step_index % n);
-        // Oldest step of the window that this step completes: (step_index + 1) % n.
-        const int first = slot + 1 == n ? 0 : slot + 1;
-        const int env = fast_index ? static_cast<int>(by_dim.divide(static_cast<std::uint32_t>(flat)))
-                                   : static_cast<int>(flat / dim);
-        const int d = static_cast<int>(flat - static_cast<std::int64_t>(env) * dim);
-        const float obs = step.observations(env, d);
-        const float next = step.next_observations(env, d);
-        ring.observations(slot, env, d) = obs;
-        ring.next_observations(slot, env, d) = next;
-        const auto end_here = static_cast<std::uint8_t>((step.terminated(env) ? 1 : 0) | (step.truncated(env) ? 2 : 0));
-        if (d == 0) {
-          ring.actions(slot, env) = step.actions(env);
-          ring.rewards(slot, env) = step.rewards(env);
-          ring.episode_end(slot, env) = end_here;
-        }
-        if (!emit) return;
-        // Walk the window from its oldest step; the current step's flags are
-        // read from `step` (the ring write above is not visible to other
-        // threads of this launch).
-        float reward = 0.f, discount = 1.f;
-        int last = first;
-        std::uint8_t ended = 0;
-        for (int j = 0; j < n; ++j) {
-          const int idx = first + j < n ? first + j : first + j - n;  // (first + j) % n: first, j < n
-          const std::uint8_t flags = idx == slot ? end_here : ring.episode_end(idx, env);
-          if (d == 0) reward += discount * (idx == slot ? step.rewards(env) : ring.rewards(idx, env));
-          discount *= gamma;
-          last = idx;
-          if (flags != 0) {
-            ended = flags;
-            break;
-          }
-        }
-        out.observations(env, d) = first == slot ? obs : ring.observations(first, env, d);
-        out.next_observations(env, d) = last == slot ? next : ring.next_observations(last, env, d);
-        if (d == 0) {
-          out.actions(env) = first == slot ? step.actions(env) : ring.actions(first, env);
-          out.rewards(env) = reward;
-          out.discounts(env) = (ended & 1) ? 0.f : discount;
-          out.next_is_successor(env) = ended == 0 ? 1 : 0;
-        }
-      });
+  FastDivisor by_dim;
+  bool fast_index = false;
+
+  NStepRecord(const NStepRing<MemorySpace>& ring_, const StepRecord<MemorySpace>& step_,
+              const TransitionBatch<MemorySpace>& out_, CounterRead steps_before_, float gamma_, bool emit_)
+      : ring(ring_),
+        step(step_),
+        out(out_),
+        steps_before(steps_before_),
+        gamma(gamma_),
+        emit(emit_),
+        n(static_cast<int>(ring_.actions.extent(0))),
+        dim(static_cast<int>(ring_.observations.extent(2))),
+        by_dim(static_cast<std::uint32_t>(dim)),
+        fast_index(count() - 1 <= static_cast<std::int64_t>(by_dim.max_exact())) {}
+
+  /// Threads of one record: envs x observation components.
+  std::int64_t count() const { return static_cast<std::int64_t>(ring.actions.extent(1)) * dim; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t flat) const {
+    const std::int64_t step_index = steps_before();
+    const int slot = static_cast<int>(step_index % n);
+    // Oldest step of the window that this step completes: (step_index + 1) % n.
+    const int first = slot + 1 == n ? 0 : slot + 1;
+    const int env =
+        fast_index ? static_cast<int>(by_dim.divide(static_cast<std::uint32_t>(flat))) : static_cast<int>(flat / dim);
+    const int d = static_cast<int>(flat - static_cast<std::int64_t>(env) * dim);
+    const float obs = step.observations(env, d);
+    const float next = step.next_observations(env, d);
+    ring.observations(slot, env, d) = obs;
+    ring.next_observations(slot, env, d) = next;
+    const auto end_here = static_cast<std::uint8_t>((step.terminated(env) ? 1 : 0) | (step.truncated(env) ? 2 : 0));
+    if (d == 0) {
+      ring.actions(slot, env) = step.actions(env);
+      ring.rewards(slot, env) = step.rewards(env);
+      ring.episode_end(slot, env) = end_here;
+    }
+    if (!emit) return;
+    // Walk the window from its oldest step; the current step's flags are
+    // read from `step` (the ring write above is not visible to other
+    // threads of this launch).
+    float reward = 0.f, discount = 1.f;
+    int last = first;
+    std::uint8_t ended = 0;
+    for (int j = 0; j < n; ++j) {
+      const int idx = first + j < n ? first + j : first + j - n;  // (first + j) % n: first, j < n
+      const std::uint8_t flags = idx == slot ? end_here : ring.episode_end(idx, env);
+      if (d == 0) reward += discount * (idx == slot ? step.rewards(env) : ring.rewards(idx, env));
+      discount *= gamma;
+      last = idx;
+      if (flags != 0) {
+        ended = flags;
+        break;
+      }
+    }
+    out.observations(env, d) = first == slot ? obs : ring.observations(first, env, d);
+    out.next_observations(env, d) = last == slot ? next : ring.next_observations(last, env, d);
+    if (d == 0) {
+      out.actions(env) = first == slot ? step.actions(env) : ring.actions(first, env);
+      out.rewards(env) = reward;
+      out.discounts(env) = (ended & 1) ? 0.f : discount;
+      out.next_is_successor(env) = ended == 0 ? 1 : 0;
+    }
+  }
+};
+
+/// `record` as a launch of its own, one thread per (env, component).
+template <class ExecSpace>
+void record_step_and_emit(const ExecSpace& space, const NStepRecord<typename ExecSpace::memory_space>& record) {
+  Kokkos::parallel_for("foxrl::NStep::record_step_and_emit",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, record.count())), record);
 }
 
 }  // namespace foxrl::kernels

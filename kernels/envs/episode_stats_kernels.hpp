@@ -32,6 +32,17 @@ KOKKOS_INLINE_FUNCTION float episode_unpack_return(std::uint64_t packed) {
 /// with this limit at 2,048 instead of 8,192; perf/NOTES.md).
 constexpr int episode_stats_one_team_envs = 2048;
 
+/// A team size for a one-team kernel `body` with `work` items: the
+/// smallest power of two (team scans want one) that covers them, or the
+/// largest the backend allows for the kernel.
+template <class ExecSpace, class Body>
+int power_of_two_team(const ExecSpace& space, const Body& body, std::int64_t work) {
+  const int most = Kokkos::TeamPolicy<ExecSpace>(space, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
+  int team_size = 1;
+  while (team_size * 2 <= most && team_size < work) team_size *= 2;
+  return team_size;
+}
+
 /// The Views of one record and env i's part of its scan: the running
 /// return, and for an episode that ended, its offer to its ring slot's
 /// `staged` word by atomic max of episode_pack (the newest wins whatever
@@ -68,6 +79,23 @@ struct EpisodeStep {
       staged(s) = 0;
     }
   }
+
+  /// The whole record by one team (up to episode_stats_one_team_envs
+  /// envs): a team scan, a team barrier, then the ring and the count.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void record_in_team(const Member& team) const {
+    const int n = static_cast<int>(running.extent(0));
+    // Read by every thread before the one write at the end (the scan's and
+    // the explicit barriers come between).
+    const std::int64_t before = count();
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, n),
+                          [&](const int i, std::int64_t& finished_before, const bool final_pass) {
+                            scan(i, before, finished_before, final_pass);
+                          });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { settle(s); });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { count() = before + finished_now(); });
+  }
 };
 
 /// Adds one step's rewards to `running`; episodes that ended (terminated
@@ -97,24 +125,8 @@ void episode_stats_record(const ExecSpace& space, const EpisodeStep<Window, Memo
   }
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
-  const auto body = KOKKOS_LAMBDA(const Member& team) {
-    // Read by every thread before the one write at the end (the scan's and
-    // the explicit barriers come between).
-    const std::int64_t before = step.count();
-    Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, n),
-                          [&](const int i, std::int64_t& finished_before, const bool final_pass) {
-                            step.scan(i, before, finished_before, final_pass);
-                          });
-    team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { step.settle(s); });
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { step.count() = before + step.finished_now(); });
-  };
-  // A power of two (the team scan's), enough for the envs up to the most
-  // the backend allows for this kernel.
-  const int most = Policy(space, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
-  int team_size = 1;
-  while (team_size * 2 <= most && team_size < n) team_size *= 2;
-  Kokkos::parallel_for("foxrl::EpisodeStats::record", Policy(space, 1, team_size), body);
+  const auto body = KOKKOS_LAMBDA(const Member& team) { step.record_in_team(team); };
+  Kokkos::parallel_for("foxrl::EpisodeStats::record", Policy(space, 1, power_of_two_team(space, body, n)), body);
 }
 
 }  // namespace foxrl::kernels

@@ -11,6 +11,7 @@
 #include "collect/nstep_accumulator.hpp"
 #include "envs/episode_stats.hpp"
 #include "envs/vector_env.hpp"
+#include "kernels/collect/record_step.hpp"
 #include "market/signal_adapter.hpp"
 
 #include <cstdint>
@@ -90,10 +91,12 @@ class ExperienceCollector {
     learner_.greedy_actions(space, network_input, greedy_);
     env_.step_choosing(space, choice, acted_on_);
     const auto& result = env_.step_result();
-    stats_.record(space, result.rewards, result.terminated, result.truncated);
-    return nstep_.push(
-        space, {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed);
+    // The episode statistics and the n-step record: one launch for a few
+    // envs (kernels/collect/record_step.hpp), two for more.
+    const auto stats_step = stats_.step_of(result.rewards, result.terminated, result.truncated);
+    return nstep_.push_with(
+        {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
+        nstep_pushed, [&](const auto& record) { kernels::record_step(space, stats_step, record); });
   }
 
   VectorEnv<ExecSpace>& env_;

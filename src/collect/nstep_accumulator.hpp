@@ -4,7 +4,8 @@
 // on, output() holds one finished n-step transition per env (the one whose
 // window ends with the latest step), ready for ReplayBuffer::insert. Correct
 // across terminations (no bootstrap), truncations (bootstrap from the real
-// last observation) and same-step auto-resets. One kernel launch per push.
+// last observation) and same-step auto-resets. One kernel launch per push
+// (or a share of the collector's one-team record, push_with).
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
@@ -24,6 +25,7 @@ class NStepAccumulator {
  public:
   using memory_space = typename ExecSpace::memory_space;
   using StepRecord = kernels::StepRecord<memory_space>;
+  using Record = kernels::NStepRecord<memory_space>;
 
   NStepAccumulator(const ExecSpace& space, int num_envs, int obs_dim, int n, float gamma) : n_(n), gamma_(gamma) {
     if (num_envs < 1 || obs_dim < 1 || n < 1) {
@@ -55,10 +57,18 @@ class NStepAccumulator {
   /// The same, with the kernel reading the push count from `steps_before`
   /// (which must equal steps_pushed(): a trainer's device clock).
   bool push(const ExecSpace& space, const StepRecord& step, kernels::CounterRead steps_before) {
-    const bool emit = will_emit();
-    kernels::record_step_and_emit(space, ring_, step, out_, steps_before, gamma_, emit);
+    return push_with(step, steps_before, [&](const Record& record) { kernels::record_step_and_emit(space, record); });
+  }
+
+  /// The same, with `launch(record)` launching the push's record (a
+  /// kernels::NStepRecord) where the caller wants it: the collector runs it
+  /// in one launch with the episode statistics (kernels/collect/record_step.hpp).
+  template <class Launch>
+  bool push_with(const StepRecord& step, kernels::CounterRead steps_before, Launch&& launch) {
+    const Record record(ring_, step, out_, steps_before, gamma_, will_emit());
+    launch(record);
     ++steps_;
-    return emit;
+    return record.emit;
   }
 
   /// Whether the next push finishes a transition per env.

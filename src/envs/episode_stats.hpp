@@ -55,9 +55,16 @@ class EpisodeStats {
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {
-    kernels::episode_stats_record<window, ExecSpace>(
-        space, kernels::EpisodeStep<window, memory_space>{rewards, terminated, truncated, running_, ring_, staged_,
-                                                          count_, finished_now_});
+    kernels::episode_stats_record<window, ExecSpace>(space, step_of(rewards, terminated, truncated));
+  }
+
+  /// What record() runs, for a launch that records it along with other
+  /// work (the collector's kernels::record_step).
+  kernels::EpisodeStep<window, memory_space> step_of(
+      const Kokkos::View<const float*, memory_space>& rewards,
+      const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
+      const Kokkos::View<const std::uint8_t*, memory_space>& truncated) const {
+    return {rewards, terminated, truncated, running_, ring_, staged_, count_, finished_now_};
   }
 
   /// The device state (saved and restored on resume): per-env running

@@ -1,0 +1,56 @@
+#pragma once
+// The collector's record of one env step: the episode statistics
+// (EpisodeStep) and the n-step windows (NStepRecord). For a few envs both
+// run in one launch of one team; in the iteration's CUDA graph each launch
+// is a node on the chain, and a node costs microseconds of latency where
+// the work of a few envs takes a fraction of one. More envs keep the two
+// launches of their own, which spread the work over the device.
+
+#include "kernels/collect/nstep_returns.hpp"
+#include "kernels/envs/episode_stats_kernels.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace foxrl::kernels {
+
+/// The most n-step elements (envs x observation components) the one-team
+/// record takes: a few per thread of a full team.
+constexpr std::int64_t record_step_one_team_elements = 8192;
+
+/// Whether one step of `num_envs` envs with `obs_dim` components is
+/// recorded by one team (record_step).
+inline bool record_step_in_one_team(int num_envs, int obs_dim) {
+  return num_envs <= episode_stats_one_team_envs &&
+         static_cast<std::int64_t>(num_envs) * obs_dim <= record_step_one_team_elements;
+}
+
+/// Records one step: `stats` (episode_stats_record) and `nstep`
+/// (record_step_and_emit), with the same results. When
+/// record_step_in_one_team says so, one launch of one team
+/// ("foxrl::Collector::record_step") runs both: the n-step elements over
+/// its threads, then the statistics' team scan. The two touch disjoint
+/// Views and only read the step's rewards and flags, so no barrier is
+/// needed between them.
+template <int Window, class ExecSpace, class MemorySpace>
+void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& stats,
+                 const NStepRecord<MemorySpace>& nstep) {
+  const int num_envs = static_cast<int>(stats.running.extent(0));
+  if (!record_step_in_one_team(num_envs, nstep.dim)) {
+    episode_stats_record<Window, ExecSpace>(space, stats);
+    record_step_and_emit(space, nstep);
+    return;
+  }
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  const std::int64_t elements = nstep.count();
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, elements), [&](const std::int64_t flat) { nstep(flat); });
+    stats.record_in_team(team);
+  };
+  const std::int64_t work = elements > num_envs ? elements : num_envs;
+  Kokkos::parallel_for("foxrl::Collector::record_step", Policy(space, 1, power_of_two_team(space, body, work)), body);
+}
+
+}  // namespace foxrl::kernels

@@ -7,6 +7,7 @@
 // launches of their own, which spread the work over the device.
 
 #include "kernels/collect/nstep_returns.hpp"
+#include "kernels/core/team_size.hpp"
 #include "kernels/envs/episode_stats_kernels.hpp"
 
 #include <Kokkos_Core.hpp>

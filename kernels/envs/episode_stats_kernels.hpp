@@ -3,6 +3,8 @@
 // into the per-env running returns, and the episodes that ended into the
 // ring of the last Window returns.
 
+#include "kernels/core/team_size.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -31,17 +33,6 @@ KOKKOS_INLINE_FUNCTION float episode_unpack_return(std::uint64_t packed) {
 /// three launches 12 (market-throughput: 351.5 -> 344.6 us per iteration
 /// with this limit at 2,048 instead of 8,192; perf/NOTES.md).
 constexpr int episode_stats_one_team_envs = 2048;
-
-/// A team size for a one-team kernel `body` with `work` items: the
-/// smallest power of two (team scans want one) that covers them, or the
-/// largest the backend allows for the kernel.
-template <class ExecSpace, class Body>
-int power_of_two_team(const ExecSpace& space, const Body& body, std::int64_t work) {
-  const int most = Kokkos::TeamPolicy<ExecSpace>(space, 1, 1).team_size_max(body, Kokkos::ParallelForTag());
-  int team_size = 1;
-  while (team_size * 2 <= most && team_size < work) team_size *= 2;
-  return team_size;
-}
 
 /// The Views of one record and env i's part of its scan: the running
 /// return, and for an episode that ended, its offer to its ring slot's

@@ -2,7 +2,8 @@
 // batch, priority update of a batch, and sample + update together, at
 // capacities 2^20 and 2^24 (--quick: 2^12 and 2^14 for host runs). Under
 // uniform replay (alpha = 0, market-throughput's setting) insert, sample and
-// update are also timed with and without the shortcuts for unchanged masses.
+// update are also timed with and without the shortcuts for unchanged masses,
+// and at alpha 0.6 the insert also with its tree work on team 0 alone.
 //
 // Per measurement one JSON line: median microseconds of single operations
 // (each followed by an instance fence, so launch and sync latency included),
@@ -199,6 +200,17 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha) {
            context.fence("bench::audit");
          }),
          bpt);
+  // The insert's tree work on team 0 alone, against the default (spread
+  // over the copy teams when there are two or more).
+  const bool spread = buffer.insert_spread();
+  buffer.set_insert_spread(false);
+  report("insert_team0", cfg, time_single(space, reps, insert), time_stream(space, ops, insert), reps, insert_bytes,
+         launches_of([&] {
+           insert();
+           context.fence("bench::audit");
+         }),
+         bpt);
+  buffer.set_insert_spread(spread);
   report("sample", cfg, time_single(space, reps, sample), time_stream(space, ops, sample), reps, sample_bytes,
          launches_of([&] {
            sample();

@@ -347,6 +347,116 @@ TEMPLATE_TEST_CASE("ReplayBuffer stops sampling transitions whose boundary row w
   CHECK(to_host(space, buffer.storage().boundary_evictions)() > 0);
 }
 
+/// Nodes of the tree that are not the left-to-right float sum of their 32
+/// children, plus nonzero padding: 0 for a tree a full rebuild would give.
+int inexact_nodes(const Kokkos::View<float*, Kokkos::HostSpace>& tree, const foxrl::SumTreeShape& shape) {
+  constexpr int K = 32;
+  int bad = 0;
+  for (int l = 0; l < shape.levels; ++l) {
+    const std::int64_t padded = (shape.nodes[l] + K - 1) / K * K;
+    for (std::int64_t i = 0; i < padded; ++i) {
+      if (i >= shape.nodes[l]) {
+        bad += tree(shape.offset[l] + i) != 0.0f ? 1 : 0;
+      } else if (l > 0) {
+        float sum = 0.0f;
+        for (int j = 0; j < K; ++j) sum += tree(shape.offset[l - 1] + i * K + j);
+        bad += tree(shape.offset[l] + i) != sum ? 1 : 0;
+      }
+    }
+  }
+  return bad;
+}
+
+TEMPLATE_TEST_CASE("ReplayBuffer insert: the tree work spread over the copy teams gives team 0's storage bit for bit",
+                   "[replay][sum_tree]", FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // Boundaries every few rows and pools as small as allowed, so inserts
+  // evict live rows. Rings of one level (20 slots: no node above the
+  // leaves), two (70), a near-full wrap whose two ranges of new slots share
+  // a level-1 node (90 of 100), and four levels with 2,500 rows per insert.
+  struct Case {
+    std::int64_t capacity;
+    int num_envs;
+    std::int64_t pool;
+    int boundary_period;
+    int steps;
+  };
+  for (const float alpha : {0.6f, 0.0f})
+    for (const Case c :
+         {Case{20, 12, 12, 3, 30}, Case{70, 4, 5, 3, 60}, Case{100, 90, 90, 4, 30}, Case{33000, 2500, 2500, 5, 30}}) {
+      std::vector<float> first_tree;
+      std::vector<std::int64_t> first_refs;
+      std::vector<float> first_boundary_rows;
+      for (const bool spread : {false, true}) {
+        INFO("capacity " << c.capacity << ", " << c.num_envs << " envs, alpha " << alpha
+                         << (spread ? ", spread over the copy teams" : ", team 0 alone"));
+        const Synthetic syn{c.num_envs, 3, 2, c.boundary_period};
+        auto config = small_config(c.capacity, syn.obs_dim, syn.num_envs, syn.n_step);
+        config.boundary_capacity = c.pool;
+        config.alpha = alpha;
+        foxrl::ReplayBuffer<Exec> buffer(space, config);
+        buffer.set_insert_spread(spread);
+        const auto& shape = buffer.layout().tree_shape;
+        std::mt19937_64 rng(11);
+        std::uniform_real_distribution<float> err(0.1f, 4.0f);
+        for (int step = 0; step < c.steps; ++step) {
+          INFO("step " << step);
+          buffer.insert(space, make_transitions(space, syn, step));
+          if (step % 2 == 1) {
+            // New priorities, so new leaves (the largest priority seen) and
+            // old ones differ and the maximum grows.
+            const int n = 1 + int(rng() % std::uint64_t(c.num_envs));
+            std::vector<std::int64_t> idx(n);
+            std::vector<float> td(n);
+            for (int e = 0; e < n; ++e) {
+              idx[e] = std::int64_t(rng() % std::uint64_t(buffer.size()));
+              td[e] = err(rng) * err(rng);
+            }
+            buffer.update_priorities(space, to_device(space, idx), to_device(space, td));
+          }
+          const auto tree = to_host(space, buffer.storage().tree);
+          const auto refs = to_host(space, buffer.storage().next_ref);
+          CHECK(inexact_nodes(tree, shape) == 0);
+          int wrong_mass = 0;
+          for (std::int64_t s = 0; s < buffer.size(); ++s) {
+            wrong_mass += (tree(shape.leaf(s)) > 0.0f) != (refs(s) != foxrl::replay_next_evicted) ? 1 : 0;
+          }
+          CHECK(wrong_mass == 0);  // mass on every live slot, none on an evicted one
+          CHECK(to_host(space, buffer.storage().insert_counts)(0) == 0);
+          CHECK(to_host(space, buffer.storage().teams_done)() == 0);
+        }
+        const auto tree = to_host(space, buffer.storage().tree);
+        std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
+        flat.push_back(to_host(space, buffer.storage().max_priority)());
+        const auto refs = to_host(space, buffer.storage().next_ref);
+        const auto owners = to_host(space, buffer.storage().boundary_owner);
+        std::vector<std::int64_t> ids(refs.data(), refs.data() + refs.extent(0));
+        ids.insert(ids.end(), owners.data(), owners.data() + owners.extent(0));
+        ids.push_back(to_host(space, buffer.storage().boundary_head)());
+        const std::int64_t evictions = to_host(space, buffer.storage().boundary_evictions)();
+        ids.push_back(evictions);
+        const auto rows = to_host(space, buffer.storage().boundary_observations);
+        std::vector<float> boundary_rows;  // the rows handed out (the others were never written)
+        for (std::int64_t r = 0; r < std::int64_t(rows.extent(0)); ++r) {
+          if (owners(r) < 0) continue;
+          for (int k = 0; k < syn.obs_dim; ++k) boundary_rows.push_back(rows(r, k));
+        }
+        if (c.capacity == 70 || c.capacity == 33000) CHECK(evictions > 0);
+        if (!spread) {
+          first_tree = flat;
+          first_refs = ids;
+          first_boundary_rows = boundary_rows;
+        } else {
+          CHECK(flat == first_tree);
+          CHECK(ids == first_refs);
+          CHECK(boundary_rows == first_boundary_rows);
+        }
+      }
+    }
+}
+
 TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random inserts and updates",
                    "[replay][sum_tree]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
@@ -380,6 +490,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
           foxrl::ReplayBuffer<Exec> buffer(space, config);
           buffer.set_update_owner_below_top(below_top);
           buffer.set_unchanged_mass_shortcuts(shortcuts);
+          // Both insert schedules meet both settings of each switch above.
+          buffer.set_insert_spread(shortcuts != below_top);
           PriorityModel model(c.capacity, config.alpha, config.eps);
 
           std::mt19937_64 rng(7);

@@ -1,13 +1,14 @@
 #pragma once
-// Kernels of the prioritized replay buffer (src/replay/replay_buffer.hpp): insert,
-// sample (or gather given slots) and priority update, one launch each, all on
-// the caller's instance. docs/replay.md has the storage layout and the
+// Kernels of the prioritized replay buffer (src/replay/replay_buffer.hpp): insert
+// (kernels/replay/replay_insert.hpp), sample (or gather given slots) and
+// priority update, one launch each, all on the caller's instance. docs/replay.md has the storage layout and the
 // launch/byte budget.
 
 #include "core/compat.hpp"
 #include "kernels/core/counter_read.hpp"
 #include "kernels/core/last_team.hpp"
 #include "kernels/replay/beta_schedule.hpp"
+#include "kernels/replay/replay_insert.hpp"
 #include "kernels/replay/sum_tree.hpp"
 #include "views/collect/transition_batch.hpp"
 #include "views/replay/batch.hpp"
@@ -40,220 +41,11 @@ KOKKOS_INLINE_FUNCTION float bits_float(std::int32_t b) {
   return x;
 }
 
-/// Floats of team scratch for staging sum-tree children.
-template <class ExecSpace>
-using scratch_floats = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-
 }  // namespace detail
 
 /// The value the sample kernel's batch minimum (ReplayStorage::
 /// batch_min_mass) holds between launches: "no mass seen yet".
 KOKKOS_INLINE_FUNCTION std::int32_t replay_idle_batch_min_mass() { return detail::float_bits(detail::no_mass); }
-
-/// Insert of one TransitionBatch, one launch. Team 0 does the serial-by-
-/// nature part (hands out boundary-pool rows with a team scan, evicts pool
-/// rows still referenced by live slots, writes leaves) and then refreshes the
-/// sum tree above the changed leaves level by level: the new slots are one
-/// or two contiguous ranges, so their ancestors are contiguous too (4096
-/// leaves: 129 level-1 nodes, then 5, then 1-2), plus the rare evicted
-/// slots' paths. Teams 1.. copy the observation rows and per-slot scalars.
-/// Nothing team 0 reads is written by the other teams, so they need no
-/// handshake.
-template <class ExecSpace>
-struct ReplayInsertFunctor {
-  using memory_space = typename ExecSpace::memory_space;
-  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-
-  ReplayLayout layout;
-  ReplayStorage<memory_space> storage;
-  TransitionBatch<memory_space> batch;
-  CounterRead inserted;  ///< transitions written before this insert
-  float alpha = 0.0f;
-  int rows_per_team = 1;
-  int refresh_groups = 1;  ///< tree nodes per staged chunk of team 0's refresh
-  /// Leaves that already hold the new mass (a full ring under alpha = 0)
-  /// are neither written nor refreshed (true); false rewrites them.
-  bool skip_unchanged = true;
-
-  /// Scratch bytes per team.
-  static std::size_t scratch_bytes(int groups) {
-    return detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
-  }
-
-  /// Where this insert writes: slot, state row and successor row of row 0
-  /// (row i adds i and wraps once, avoiding 64-bit modulo per row, slow on
-  /// GPUs). Computed once per thread from the insert count.
-  struct Position {
-    std::int64_t inserted = 0;
-    std::int64_t first_slot = 0;
-    std::int64_t first_state_row = 0;
-    std::int64_t first_successor_row = 0;
-    std::int64_t capacity = 1;
-    std::int64_t obs_rows = 1;
-
-    KOKKOS_INLINE_FUNCTION std::int64_t slot(int i) const { return wrap(first_slot + i, capacity); }
-    KOKKOS_INLINE_FUNCTION std::int64_t state_row(int i) const { return wrap(first_state_row + i, obs_rows); }
-    KOKKOS_INLINE_FUNCTION std::int64_t successor_row(int i) const { return wrap(first_successor_row + i, obs_rows); }
-  };
-
-  KOKKOS_INLINE_FUNCTION Position position() const {
-    Position p;
-    p.inserted = inserted();
-    p.first_slot = p.inserted % layout.capacity;
-    p.first_state_row = layout.obs_row(p.inserted);
-    p.first_successor_row = layout.next_obs_row(p.inserted);
-    p.capacity = layout.capacity;
-    p.obs_rows = layout.obs_rows;
-    return p;
-  }
-
-  KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) { return x >= m ? x - m : x; }
-
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const Position at = position();
-    if (team.league_rank() == 0) {
-      update_slots_and_tree(team, at);
-    } else {
-      copy_rows(team, team.league_rank() - 1, at);
-    }
-  }
-
-  KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk, const Position& at) const {
-    const int first = chunk * rows_per_team;
-    const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team : layout.num_envs;
-    if (first >= last) return;
-    const int dim = layout.obs_dim;
-    const auto& obs = storage.observations;
-    const auto& in = batch;
-    const std::int64_t rows = layout.obs_rows;
-    const std::int64_t state0 = at.state_row(first);
-    const std::int64_t next0 = at.successor_row(first);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (last - first) * dim), [&](const int idx) {
-      const int r = idx / dim;
-      const int c = idx - r * dim;
-      const int i = first + r;
-      obs(wrap(state0 + r, rows), c) = in.observations(i, c);
-      // Written ahead: the successor's own insert n iterations later writes
-      // the same value; until then the row serves as the pending next state.
-      if (in.next_is_successor(i) != 0) obs(wrap(next0 + r, rows), c) = in.next_observations(i, c);
-    });
-    const auto& st = storage;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int i) {
-      const std::int64_t s = at.slot(i);
-      st.actions(s) = in.actions(i);
-      st.rewards(s) = in.rewards(i);
-      st.discounts(s) = in.discounts(i);
-    });
-  }
-
-  KOKKOS_INLINE_FUNCTION void update_slots_and_tree(const member_type& team, const Position& at) const {
-    const auto& lay = layout;
-    const auto& shape = layout.tree_shape;
-    const auto& st = storage;
-    const auto& in = batch;
-    const std::int64_t base = at.inserted;
-    const std::int64_t live_from = at.inserted + lay.num_envs - lay.capacity;
-    const std::int64_t head = st.boundary_head();
-    const float mass = priority_mass(st.max_priority(), alpha);
-
-    // One pass counts both the boundaries (high word) and, when skipping,
-    // the new slots whose leaf does not hold `mass` yet (low word).
-    constexpr std::int64_t one_boundary = std::int64_t(1) << 32;
-    const bool skip = skip_unchanged;
-    std::int64_t counts = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, lay.num_envs),
-        [&](const int i, std::int64_t& count) {
-          count += in.next_is_successor(i) == 0 ? one_boundary : 0;
-          if (skip) count += st.tree(shape.leaf(at.slot(i))) != mass ? 1 : 0;
-        },
-        counts);
-    const std::int64_t boundaries = counts >> 32;
-    // Every new slot's leaf already holds its mass (the ring is full and
-    // every mass is 1): every node is the left-to-right sum of its
-    // children, so the slots' leaves and ancestors keep their bits.
-    const bool leaves_unchanged = skip && (counts & (one_boundary - 1)) == 0;
-    if (boundaries == 0) {
-      // Most inserts (every one between episode ends): no boundary ordinals
-      // to number, so no team scan.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
-        const std::int64_t s = at.slot(i);
-        st.next_ref(s) = replay_next_is_successor;
-        if (!leaves_unchanged) st.tree(shape.leaf(s)) = mass;
-      });
-    } else {
-      Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, lay.num_envs),
-                            [&](const int i, std::int64_t& offset, const bool final) {
-                              const bool boundary = in.next_is_successor(i) == 0;
-                              if (final) {
-                                const std::int64_t g = base + i;
-                                const std::int64_t s = at.slot(i);
-                                if (boundary) {
-                                  const std::int64_t row = (head + offset) % lay.boundary_capacity;
-                                  const std::int64_t owner = st.boundary_owner(row);
-                                  std::int32_t evicted = -1;
-                                  if (owner >= 0 && owner >= live_from) {
-                                    // The pool is smaller than the ring: the oldest boundary
-                                    // transition still live loses its next observation, so it
-                                    // must never be sampled again.
-                                    const std::int64_t old_slot = owner % lay.capacity;
-                                    st.next_ref(old_slot) = replay_next_evicted;
-                                    st.tree(shape.leaf(old_slot)) = 0.0f;
-                                    evicted = static_cast<std::int32_t>(old_slot);
-                                    Kokkos::atomic_add(&st.boundary_evictions(), std::int64_t(1));
-                                  }
-                                  // Indexed by boundary ordinal: the refresh below walks only
-                                  // the boundaries, not every row.
-                                  st.evicted_slots(offset) = evicted;
-                                  st.boundary_owner(row) = g;
-                                  st.next_ref(s) = static_cast<std::int32_t>(row);
-                                } else {
-                                  st.next_ref(s) = replay_next_is_successor;
-                                }
-                                if (!leaves_unchanged) st.tree(shape.leaf(s)) = mass;
-                              }
-                              if (boundary) offset += 1;
-                            });
-    }
-    team.team_barrier();
-    if (boundaries > 0) Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
-
-    if (boundaries > 0) {
-      // Boundaries are rare (about n / episode length of the rows): a thread
-      // per row copies its row, instead of a pass over every element.
-      const int dim = lay.obs_dim;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lay.num_envs), [&](const int i) {
-        if (in.next_is_successor(i) != 0) return;
-        const std::int32_t row = st.next_ref(at.slot(i));
-        for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
-      });
-    }
-
-    // New slots: [s0, end1] and, after a wrap, [0, end2].
-    const std::int64_t s0 = at.slot(0);
-    const std::int64_t past = s0 + lay.num_envs;
-    const std::int64_t end1 = (past < lay.capacity ? past : lay.capacity) - 1;
-    const std::int64_t end2 = past > lay.capacity ? past - lay.capacity - 1 : -1;
-    const int evictable = static_cast<int>(boundaries);
-    detail::scratch_floats<ExecSpace> buf(team.team_scratch(0), std::size_t(refresh_groups) * sum_tree_fanout);
-    if (leaves_unchanged && evictable == 0) return;
-    for (int level = 1; level <= shape.top(); ++level) {
-      const std::int64_t lo1 = SumTreeShape::ancestor(s0, level);
-      // Unchanged new slots leave only the evicted slots' paths to refresh.
-      const int n1 = leaves_unchanged ? 0 : static_cast<int>(SumTreeShape::ancestor(end1, level) - lo1 + 1);
-      const int n2 = leaves_unchanged || end2 < 0 ? 0 : static_cast<int>(SumTreeShape::ancestor(end2, level) + 1);
-      sum_tree_refresh_level(
-          team, st.tree, shape, level, n1 + n2 + evictable,
-          [&](const int e) -> std::int64_t {
-            if (e < n1) return lo1 + e;
-            if (e < n1 + n2) return e - n1;
-            const std::int32_t ev = st.evicted_slots(e - n1 - n2);
-            return ev >= 0 ? SumTreeShape::ancestor(ev, level) : std::int64_t(-1);
-          },
-          buf);
-    }
-  }
-};
 
 /// Sample (stratified proportional draws) or gather (given slots) of a batch,
 /// one launch. Each team resolves a few rows (one thread per draw descends
@@ -433,8 +225,8 @@ struct ReplayUpdateFunctor {
   /// Scratch bytes per team for `entries` update entries.
   static std::size_t scratch_bytes(int entries, int groups) {
     return scratch_ints::shmem_size(std::size_t(entries) + 1) +
-           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(entries)) +
-           detail::scratch_floats<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
+           sum_tree_scratch<ExecSpace>::shmem_size(std::size_t(entries)) +
+           sum_tree_scratch<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
@@ -445,9 +237,8 @@ struct ReplayUpdateFunctor {
     const int own = owner_level;
     const std::int64_t owner = team.league_rank();
     scratch_ints local_slot(team.team_scratch(scratch_level), std::size_t(n) + 1);
-    detail::scratch_floats<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
-    detail::scratch_floats<ExecSpace> buf(team.team_scratch(scratch_level),
-                                          std::size_t(refresh_groups) * sum_tree_fanout);
+    sum_tree_scratch<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
+    sum_tree_scratch<ExecSpace> buf(team.team_scratch(scratch_level), std::size_t(refresh_groups) * sum_tree_fanout);
     const auto& idx = indices;
     const auto& td = td_abs;
     const std::int64_t written = inserted();
@@ -549,15 +340,6 @@ struct ReplayUpdateFunctor {
     }
   }
 };
-
-/// Launches one insert: team 0 plus `chunks` copy teams of `team_size`
-/// threads, with the scratch of f.refresh_groups staged nodes per team.
-template <class ExecSpace>
-void replay_insert(const ExecSpace& space, const ReplayInsertFunctor<ExecSpace>& f, int chunks, int team_size) {
-  Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, team_size);
-  policy.set_scratch_size(0, Kokkos::PerTeam(ReplayInsertFunctor<ExecSpace>::scratch_bytes(f.refresh_groups)));
-  Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), f);
-}
 
 /// Launches one sample or gather (`label`: "foxrl::Replay::sample" or
 /// "foxrl::Replay::gather"): `league` teams of `team_size` threads, each

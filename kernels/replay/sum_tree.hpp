@@ -149,16 +149,23 @@ KOKKOS_INLINE_FUNCTION SumTreeDraw sum_tree_unit_draw(float target, std::int64_t
   return draw;
 }
 
+/// Floats of team scratch for staging sum-tree children.
+template <class ExecSpace>
+using sum_tree_scratch = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
 /// Recomputes, inside one team, the nodes node_of(i) (i < count; < 0: none)
 /// of `level` (>= 1) from their K children, children added left to right.
 /// Children are staged through `buf` (team scratch, a multiple of K floats)
 /// in chunks of buf.extent(0) / K nodes: one coalesced load of each chunk's
 /// child lines by the whole team, then one thread per node adds its K
 /// children. Level `level - 1` must be final and visible to the team. A node
-/// listed several times is written with the same value each time.
-template <class Team, class TreeView, class Buffer, class NodeOf>
+/// listed several times is written with the same value each time. Children
+/// are loaded through read(index in the View): a plain load, or
+/// load_volatile where other teams of the launch wrote them.
+template <class Team, class TreeView, class Buffer, class NodeOf, class Read>
 KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeView& tree, const SumTreeShape& shape,
-                                                   int level, int count, const NodeOf& node_of, const Buffer& buf) {
+                                                   int level, int count, const NodeOf& node_of, const Buffer& buf,
+                                                   const Read& read) {
   constexpr int K = sum_tree_fanout;
   const int groups = static_cast<int>(buf.extent(0)) / K;
   const std::int64_t children = shape.offset[level - 1];
@@ -167,7 +174,7 @@ KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeV
     const int n = count - first < groups ? count - first : groups;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * K), [&](const int i) {
       const std::int64_t node = node_of(first + i / K);
-      if (node >= 0) buf(i) = tree(children + node * K + i % K);
+      if (node >= 0) buf(i) = read(children + node * K + i % K);
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int g) {
@@ -179,6 +186,14 @@ KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeV
     });
     team.team_barrier();
   }
+}
+
+/// sum_tree_refresh_level with plain loads of the children: level
+/// `level - 1` was written by this team (or before this launch).
+template <class Team, class TreeView, class Buffer, class NodeOf>
+KOKKOS_INLINE_FUNCTION void sum_tree_refresh_level(const Team& team, const TreeView& tree, const SumTreeShape& shape,
+                                                   int level, int count, const NodeOf& node_of, const Buffer& buf) {
+  sum_tree_refresh_level(team, tree, shape, level, count, node_of, buf, [&](const std::int64_t i) { return tree(i); });
 }
 
 }  // namespace foxrl::kernels

@@ -102,6 +102,7 @@ class ReplayBuffer {
     functor.rows_per_team = insert_rows_per_team_;
     functor.refresh_groups = insert_refresh_groups_;
     functor.skip_unchanged = unchanged_mass_shortcuts_;
+    functor.spread = insert_spread_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
     kernels::replay_insert(space, functor, chunks, insert_team_size_);
     inserted_ += config_.num_envs;
@@ -193,6 +194,13 @@ class ReplayBuffer {
   /// ancestors alone, and while every slot holds 1 a draw is the floor of
   /// its target, without the descent or the weights' last pass.
   void set_unchanged_mass_shortcuts(bool on) { unchanged_mass_shortcuts_ = on; }
+  /// Whether the insert's copy teams write the new leaves and their level-1
+  /// nodes, and the last team to finish the levels above (the default when
+  /// an insert has two or more copy teams), or team 0 does all the tree work
+  /// after its boundary work (false). The same tree bit for bit (tests run
+  /// both).
+  void set_insert_spread(bool on) { insert_spread_ = on; }
+  bool insert_spread() const { return insert_spread_; }
 
   /// Transitions stored: min(inserted, capacity).
   std::int64_t size() const { return std::min(inserted_, layout_.capacity); }
@@ -334,6 +342,7 @@ class ReplayBuffer {
     s.boundary_head = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_head"));
     s.boundary_evictions = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_evictions"));
     s.evicted_slots = Kokkos::View<std::int32_t*, memory_space>(uninit("evicted_slots"), layout_.num_envs);
+    s.insert_counts = Kokkos::View<std::int32_t*, memory_space>(zeroed("insert_counts"), 2);
     // Never-written leaves must carry zero mass.
     s.tree = vector(zeroed("tree"), layout_.tree_shape.size);
     s.max_priority = Kokkos::View<float, memory_space>(uninit("max_priority"));
@@ -370,8 +379,9 @@ class ReplayBuffer {
       update_below_top_ = false;
     }
     {
-      // Team 0 refreshes the ancestors of 4096 contiguous leaves: 129
-      // level-1 nodes; 256 nodes of children (32 KB) stage them in one chunk.
+      // 4096 contiguous new leaves have 129-130 level-1 ancestors: 2-3 per
+      // copy team when spread, all of them when team 0 refreshes alone; 256
+      // nodes of children (32 KB) stage them in one chunk.
       kernels::ReplayInsertFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
       insert_refresh_groups_ = device ? 256 : 64;
@@ -379,6 +389,8 @@ class ReplayBuffer {
           0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
       insert_team_size_ = device ? std::min(1024, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
       insert_rows_per_team_ = std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
+      // One copy team has nothing to spread to: team 0 alone skips the ticket.
+      insert_spread_ = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_ >= 2;
     }
     {
       // Few draws per team, so the descents (each a chain of dependent loads)
@@ -406,6 +418,7 @@ class ReplayBuffer {
   int insert_team_size_ = 1;
   int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;
+  bool insert_spread_ = false;
   int sample_team_size_ = 1;
   int sample_rows_per_team_ = 1;
 

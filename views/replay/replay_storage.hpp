@@ -59,7 +59,11 @@ struct ReplayStorage {
   Kokkos::View<std::int64_t*, MemorySpace> boundary_owner;     ///< [S] transition owning the row, -1 none
   Kokkos::View<std::int64_t, MemorySpace> boundary_head;       ///< rows of the pool handed out so far
   Kokkos::View<std::int64_t, MemorySpace> boundary_evictions;  ///< live rows lost to pool reuse
-  Kokkos::View<std::int32_t*, MemorySpace> evicted_slots;      ///< [N] per insert row: slot evicted, or -1
+  Kokkos::View<std::int32_t*, MemorySpace> evicted_slots;      ///< [N] slots the running insert evicted
+  /// [2] the running insert's counts for its tree refresh: evicted slots
+  /// (listed in evicted_slots) and teams that changed leaves; 0 between
+  /// launches.
+  Kokkos::View<std::int32_t*, MemorySpace> insert_counts;
 
   vector tree;  ///< [tree_shape.size] K-ary sum tree of p^alpha (views/replay/sum_tree_shape.hpp)
   Kokkos::View<float, MemorySpace> max_priority;  ///< max priority seen (|td| + eps), starts at 1

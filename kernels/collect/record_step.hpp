@@ -6,6 +6,7 @@
 // the work of a few envs takes a fraction of one. More envs keep the two
 // launches of their own, which spread the work over the device.
 
+#include "core/compat.hpp"
 #include "kernels/collect/nstep_returns.hpp"
 #include "kernels/core/team_size.hpp"
 #include "kernels/envs/episode_stats_kernels.hpp"
@@ -51,7 +52,11 @@ void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>&
     stats.record_in_team(team);
   };
   const std::int64_t work = elements > num_envs ? elements : num_envs;
-  Kokkos::parallel_for("foxrl::Collector::record_step", Policy(space, 1, power_of_two_team(space, body, work)), body);
+  // Both functors' Views make the body larger than 512 B: as a kernel argument
+  // (compat::light), not through constant memory, whose host wait on the
+  // previous such launch breaks the iteration graph's capture.
+  Kokkos::parallel_for("foxrl::Collector::record_step",
+                       compat::light(Policy(space, 1, power_of_two_team(space, body, work))), body);
 }
 
 }  // namespace foxrl::kernels

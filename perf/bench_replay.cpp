@@ -3,7 +3,8 @@
 // capacities 2^20 and 2^24 (--quick: 2^12 and 2^14 for host runs). Under
 // uniform replay (alpha = 0, market-throughput's setting) insert, sample and
 // update are also timed with and without the shortcuts for unchanged masses,
-// and at alpha 0.6 the insert also with its tree work on team 0 alone.
+// and at alpha 0.6 the insert also with its tree work on team 0 alone; one
+// more run has an episode boundary every 16 rows instead of every 256.
 //
 // Per measurement one JSON line: median microseconds of single operations
 // (each followed by an instance fence, so launch and sync latency included),
@@ -40,8 +41,10 @@ struct Options {
   int stream_ops = 100;
 };
 
-/// Random synthetic transitions; one row in 256 ends at an episode boundary.
-foxrl::TransitionBatch<Mem> make_transitions(const Exec& space, int n, int dim, std::uint64_t seed) {
+/// Random synthetic transitions; one row in `boundary_period` ends at an
+/// episode boundary.
+foxrl::TransitionBatch<Mem> make_transitions(const Exec& space, int n, int dim, std::uint64_t seed,
+                                             int boundary_period) {
   using TB = foxrl::TransitionBatch<Mem>;
   TB b;
   auto alloc = [&](const char* name) {
@@ -67,7 +70,7 @@ foxrl::TransitionBatch<Mem> make_transitions(const Exec& space, int n, int dim, 
         }
         act(i) = i % 3;
         rew(i) = foxrl::kernels::counter_uniform(seed, i, 1000);
-        const bool boundary = i % 256 == 17;
+        const bool boundary = i % boundary_period == 17 % boundary_period;
         dis(i) = boundary ? 0.0f : 0.97f;
         succ(i) = boundary ? 0 : 1;
       });
@@ -122,7 +125,10 @@ void report(const std::string& op, const std::string& config, double median_us, 
   std::fflush(stdout);
 }
 
-void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha) {
+/// One row in 256 ends an episode by default (episodes of ~256 steps, as
+/// in the market configs); 16 is CartPole's early episodes (cartpole-
+/// throughput: one in 10-200), where the insert's boundary work dominates.
+void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha, int boundary_period = 256) {
   foxrl::ExecutionContext<Exec> context(1);
   const Exec& space = context.space();
   const int num_envs = 4096, batch = 1024, n_step = 3;
@@ -135,7 +141,7 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha) {
   config.seed = 7;
   config.alpha = alpha;
   foxrl::ReplayBuffer<Exec> buffer(space, config);
-  const auto transitions = make_transitions(space, num_envs, obs_dim, 11);
+  const auto transitions = make_transitions(space, num_envs, obs_dim, 11, boundary_period);
   Kokkos::View<float*, Mem> td(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::bench::td"), batch);
   Kokkos::parallel_for(
       "foxrl::bench::make_td", Kokkos::RangePolicy<Exec>(space, 0, batch),
@@ -146,7 +152,8 @@ void run(const Options& opt, std::int64_t capacity, int obs_dim, float alpha) {
 
   const std::string cfg = "capacity=" + std::to_string(capacity) + " obs_dim=" + std::to_string(obs_dim) +
                           " num_envs=" + std::to_string(num_envs) + " batch=" + std::to_string(batch) +
-                          " n_step=" + std::to_string(n_step) + (alpha == 0.0f ? " alpha=0" : "");
+                          " n_step=" + std::to_string(n_step) + (alpha == 0.0f ? " alpha=0" : "") +
+                          (boundary_period != 256 ? " boundaries=1/" + std::to_string(boundary_period) : "");
   const double D = obs_dim;
   const double levels = buffer.layout().tree_shape.levels;
   const double bpt = buffer.bytes_per_transition();
@@ -249,5 +256,6 @@ int main(int argc, char* argv[]) {
     for (const int dim : {65, 4}) run(opt, capacity, dim, 0.6f);
   }
   run(opt, capacities.front(), 65, 0.0f);
+  run(opt, capacities.front(), 4, 0.6f, 16);
   return 0;
 }

@@ -1,6 +1,8 @@
 // EpisodeStats against a host model: per-env running returns, finished
 // episodes entering the ring in env order, the count, and the last-100 mean,
-// for a few envs, a thousand (more than one GPU team) and 65539.
+// for a few envs, a thousand, 2,048 (the most one team records), and beyond
+// (the record across teams: 2,049, 4,096 and 65,539), with a step where
+// every env ends (far more episodes than the ring holds).
 #include "core/execution_context.hpp"
 #include "envs/episode_stats.hpp"
 
@@ -21,7 +23,7 @@ TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   constexpr int window = foxrl::EpisodeStats<Exec>::window;
-  for (const int n : {7, 1000, 2048, 65539}) {
+  for (const int n : {7, 1000, 2048, 2049, 4096, 65539}) {
     INFO(n << " envs");
     foxrl::EpisodeStats<Exec> stats(space, n);
     std::vector<double> running(static_cast<std::size_t>(n), 0.0);
@@ -34,7 +36,7 @@ TEMPLATE_TEST_CASE("EpisodeStats matches a host model of running returns and the
       std::vector<std::uint8_t> term(static_cast<std::size_t>(n)), trunc(static_cast<std::size_t>(n));
       for (int i = 0; i < n; ++i) {
         r[std::size_t(i)] = reward(rng);
-        term[std::size_t(i)] = rng() % 7 == 0;
+        term[std::size_t(i)] = t == 1 || rng() % 7 == 0;
         trunc[std::size_t(i)] = !term[std::size_t(i)] && rng() % 11 == 0;
       }
       stats.record(space, to_device(space, r), to_device(space, term), to_device(space, trunc));

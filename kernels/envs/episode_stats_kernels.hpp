@@ -3,6 +3,8 @@
 // into the per-env running returns, and the episodes that ended into the
 // ring of the last Window returns.
 
+#include "core/compat.hpp"
+#include "kernels/core/last_team.hpp"
 #include "kernels/core/team_size.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -34,6 +36,9 @@ KOKKOS_INLINE_FUNCTION float episode_unpack_return(std::uint64_t packed) {
 /// with this limit at 2,048 instead of 8,192; perf/NOTES.md).
 constexpr int episode_stats_one_team_envs = 2048;
 
+/// Envs per team of the device-wide record (one per thread on GPUs).
+constexpr int episode_stats_team_envs = 128;
+
 /// The Views of one record and env i's part of its scan: the running
 /// return, and for an episode that ended, its offer to its ring slot's
 /// `staged` word by atomic max of episode_pack (the newest wins whatever
@@ -45,6 +50,10 @@ struct EpisodeStep {
   Kokkos::View<float*, MemorySpace> running, ring;
   Kokkos::View<std::uint64_t*, MemorySpace> staged;
   Kokkos::View<std::int64_t, MemorySpace> count, finished_now;
+  // The device-wide record's hand-over to its last team (record_across_teams).
+  Kokkos::View<std::int32_t*, MemorySpace> team_ended;  ///< [teams] episodes that ended among each team's envs
+  Kokkos::View<std::int32_t*, MemorySpace> ended;       ///< [envs] each team's ended envs, in env order
+  Kokkos::View<std::int32_t, MemorySpace> teams_done;   ///< ticket, 0 between launches
 
   KOKKOS_INLINE_FUNCTION void scan(int i, std::int64_t before, std::int64_t& finished_before, bool final_pass) const {
     const bool done = terminated(i) != 0 || truncated(i) != 0;
@@ -87,35 +96,98 @@ struct EpisodeStep {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { settle(s); });
     Kokkos::single(Kokkos::PerTeam(team), [&]() { count() = before + finished_now(); });
   }
+
+  /// The device-wide record in one launch, by team t of
+  /// ceil(envs / episode_stats_team_envs): its envs' running returns for
+  /// episodes still going, and its envs whose episode ended, listed in env
+  /// order (a team scan over per-thread strips) and counted. The last team
+  /// to finish numbers the ended episodes across the teams (a scan of the
+  /// counts into `first_of_team`, team scratch of one int per team), offers
+  /// each to its ring slot as scan() does, then settles the ring and the
+  /// count: the same values, in the same order, as the one-team record.
+  template <class Member, class Scratch>
+  KOKKOS_INLINE_FUNCTION void record_across_teams(const Member& team, const Scratch& first_of_team) const {
+    constexpr int E = episode_stats_team_envs;
+    const int n = static_cast<int>(running.extent(0));
+    const int t = team.league_rank();
+    const int begin = t * E;
+    const int end = begin + E < n ? begin + E : n;
+    const int threads = team.team_size();
+    const int strip = (E + threads - 1) / threads;
+    const int lo = begin + team.team_rank() * strip < end ? begin + team.team_rank() * strip : end;
+    const int hi = lo + strip < end ? lo + strip : end;
+    int mine = 0;
+    for (int i = lo; i < hi; ++i) {
+      if (terminated(i) != 0 || truncated(i) != 0) {
+        ++mine;
+      } else {
+        running(i) = running(i) + rewards(i);
+      }
+    }
+    int at = team.team_scan(mine);
+    int total = at + mine;
+    team.team_broadcast(total, threads - 1);
+    for (int i = lo; i < hi; ++i) {
+      if (terminated(i) != 0 || truncated(i) != 0) ended(begin + at++) = i;
+    }
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { team_ended(t) = total; });
+    if (!arrive_last(team, &teams_done(), team.league_size())) return;
+
+    // The last team: every other team's list and count are final.
+    const int teams = team.league_size();
+    const std::int64_t before = count();
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, teams), [&](const int u, int& sum, const bool final_pass) {
+      const int c = load_volatile(team_ended(u));
+      if (final_pass) first_of_team(u) = sum;
+      sum += c;
+    });
+    team.team_barrier();
+    const int finished = first_of_team(teams - 1) + load_volatile(team_ended(teams - 1));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, teams * E), [&](const int idx) {
+      const int u = idx / E;
+      const int k = idx - u * E;
+      const int last = u + 1 < teams ? first_of_team(u + 1) : finished;
+      if (first_of_team(u) + k >= last) return;
+      const int i = load_volatile(ended(u * E + k));
+      const std::int64_t ordinal = first_of_team(u) + k;
+      const int slot = static_cast<int>((before + ordinal) % Window);
+      Kokkos::atomic_fetch_max(&staged(slot), episode_pack(ordinal, running(i) + rewards(i)));
+      running(i) = 0.f;
+    });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { settle(s); });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      finished_now() = finished;
+      count() = before + finished;
+    });
+  }
 };
 
 /// Adds one step's rewards to `running`; episodes that ended (terminated
 /// or truncated) enter `ring` in env order after the `count` already
-/// counted (EpisodeStep). Up to episode_stats_one_team_envs envs: one
-/// launch of one team ("foxrl::EpisodeStats::record": a team scan, a team
-/// barrier, then the ring and the count; a device-wide scan and the ring's
-/// own launch took three kernels on GPUs for a few thousand flags). Beyond:
-/// a device-wide scan ("foxrl::EpisodeStats::record") spreads the envs
-/// over the device, then "foxrl::EpisodeStats::advance" settles the ring
-/// and the count. Both give the same results.
+/// counted (EpisodeStep). One launch ("foxrl::EpisodeStats::record"): up
+/// to episode_stats_one_team_envs envs one team (a team scan, a team
+/// barrier, then the ring and the count); beyond, one team per
+/// episode_stats_team_envs envs and the last team to finish numbering the
+/// ended episodes and settling the ring (record_across_teams; a
+/// device-wide parallel_scan and the ring's own launch took three kernels
+/// on GPUs). Both give the same results.
 template <int Window, class ExecSpace, class MemorySpace>
 void episode_stats_record(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& step) {
   const int n = static_cast<int>(step.running.extent(0));
-  if (n > episode_stats_one_team_envs) {
-    Kokkos::parallel_scan(
-        "foxrl::EpisodeStats::record", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-        KOKKOS_LAMBDA(int i, std::int64_t& finished_before, bool final_pass) {
-          step.scan(i, step.count(), finished_before, final_pass);
-        });
-    Kokkos::parallel_for(
-        "foxrl::EpisodeStats::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, Window), KOKKOS_LAMBDA(int s) {
-          step.settle(s);
-          if (s == 0) step.count() += step.finished_now();
-        });
-    return;
-  }
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
+  if (n > episode_stats_one_team_envs) {
+    using Scratch = Kokkos::View<int*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    const int teams = (n + episode_stats_team_envs - 1) / episode_stats_team_envs;
+    const auto body = KOKKOS_LAMBDA(const Member& team) {
+      step.record_across_teams(team, Scratch(team.team_scratch(0), teams));
+    };
+    Policy policy(space, teams, power_of_two_team(space, body, episode_stats_team_envs));
+    policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(teams)));
+    Kokkos::parallel_for("foxrl::EpisodeStats::record", compat::light(policy), body);
+    return;
+  }
   const auto body = KOKKOS_LAMBDA(const Member& team) { step.record_in_team(team); };
   Kokkos::parallel_for("foxrl::EpisodeStats::record", Policy(space, 1, power_of_two_team(space, body, n)), body);
 }

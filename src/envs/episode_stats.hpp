@@ -37,15 +37,20 @@ class EpisodeStats {
         count_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::count")),
         finished_now_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::finished_now")),
         staged_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::staged"), window),
+        team_ended_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::team_ended"),
+                    (num_envs + kernels::episode_stats_team_envs - 1) / kernels::episode_stats_team_envs),
+        ended_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::EpisodeStats::ended"), num_envs),
+        teams_done_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::teams_done")),
         ring_host_(host_mirror(ring_)),
         count_host_(host_mirror(count_)) {}
 
   /// Adds one step's rewards; episodes that ended (terminated or truncated)
   /// enter the ring in env order after the ones already counted. One
-  /// launch of one team up to a few thousand envs (a team scan numbers this
+  /// launch: one team up to a few thousand envs (a team scan numbers this
   /// step's finished episodes, then the team moves them into the ring and
-  /// advances the count); more envs, a device-wide scan and a small kernel
-  /// for the ring.
+  /// advances the count); more envs, one team per 128 envs, and the last
+  /// team to finish numbers the finished episodes across teams and moves
+  /// them into the ring.
   /// More than `window` episodes may end in one step (thousands of envs), so
   /// several of them map to one ring slot: each offers
   /// (ordinal within the step + 1, return) packed in 64 bits to its slot's
@@ -64,7 +69,8 @@ class EpisodeStats {
       const Kokkos::View<const float*, memory_space>& rewards,
       const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
       const Kokkos::View<const std::uint8_t*, memory_space>& truncated) const {
-    return {rewards, terminated, truncated, running_, ring_, staged_, count_, finished_now_};
+    return {rewards, terminated,    truncated,   running_, ring_,      staged_,
+            count_,  finished_now_, team_ended_, ended_,   teams_done_};
   }
 
   /// The device state (saved and restored on resume): per-env running
@@ -98,6 +104,10 @@ class EpisodeStats {
   Kokkos::View<std::int64_t, memory_space> count_;
   Kokkos::View<std::int64_t, memory_space> finished_now_;
   Kokkos::View<std::uint64_t*, memory_space> staged_;  ///< zero between calls
+  // Scratch of the record across teams (more than a few thousand envs).
+  Kokkos::View<std::int32_t*, memory_space> team_ended_;
+  Kokkos::View<std::int32_t*, memory_space> ended_;
+  Kokkos::View<std::int32_t, memory_space> teams_done_;  ///< zero between calls
   typename Kokkos::View<float*, memory_space>::HostMirror ring_host_;
   typename Kokkos::View<std::int64_t, memory_space>::HostMirror count_host_;
 

@@ -52,7 +52,7 @@ struct EpisodeStep {
   Kokkos::View<std::int64_t, MemorySpace> count, finished_now;
   // The device-wide record's hand-over to its last team (record_across_teams).
   Kokkos::View<std::int32_t*, MemorySpace> team_ended;  ///< [teams] episodes that ended among each team's envs
-  Kokkos::View<std::int32_t*, MemorySpace> ended;       ///< [envs] each team's ended envs, in env order
+  Kokkos::View<float*, MemorySpace> ended_returns;      ///< [envs] each team's ended episodes' returns, in env order
   Kokkos::View<std::int32_t, MemorySpace> teams_done;   ///< ticket, 0 between launches
 
   KOKKOS_INLINE_FUNCTION void scan(int i, std::int64_t before, std::int64_t& finished_before, bool final_pass) const {
@@ -98,13 +98,15 @@ struct EpisodeStep {
   }
 
   /// The device-wide record in one launch, by team t of
-  /// ceil(envs / episode_stats_team_envs): its envs' running returns for
-  /// episodes still going, and its envs whose episode ended, listed in env
-  /// order (a team scan over per-thread strips) and counted. The last team
-  /// to finish numbers the ended episodes across the teams (a scan of the
-  /// counts into `first_of_team`, team scratch of one int per team), offers
-  /// each to its ring slot as scan() does, then settles the ring and the
-  /// count: the same values, in the same order, as the one-team record.
+  /// ceil(envs / episode_stats_team_envs): its envs' running returns, and
+  /// the returns of its envs whose episode ended, listed in env order (a
+  /// team scan over per-thread strips) and counted. The last team to finish
+  /// numbers the ended episodes across the teams (a scan of the counts into
+  /// `first_of_team`, team scratch of one int per team) and writes the
+  /// newest `Window` of them straight into their ring slots (each slot gets
+  /// at most one, the newest of the step, as scan()'s atomic max decides),
+  /// then the count: the same values as the one-team record, with no
+  /// staging word touched and no chain of loads in the last team.
   template <class Member, class Scratch>
   KOKKOS_INLINE_FUNCTION void record_across_teams(const Member& team, const Scratch& first_of_team) const {
     constexpr int E = episode_stats_team_envs;
@@ -117,18 +119,18 @@ struct EpisodeStep {
     const int lo = begin + team.team_rank() * strip < end ? begin + team.team_rank() * strip : end;
     const int hi = lo + strip < end ? lo + strip : end;
     int mine = 0;
-    for (int i = lo; i < hi; ++i) {
-      if (terminated(i) != 0 || truncated(i) != 0) {
-        ++mine;
-      } else {
-        running(i) = running(i) + rewards(i);
-      }
-    }
+    for (int i = lo; i < hi; ++i) mine += terminated(i) != 0 || truncated(i) != 0 ? 1 : 0;
     int at = team.team_scan(mine);
     int total = at + mine;
     team.team_broadcast(total, threads - 1);
     for (int i = lo; i < hi; ++i) {
-      if (terminated(i) != 0 || truncated(i) != 0) ended(begin + at++) = i;
+      const float ret = running(i) + rewards(i);
+      if (terminated(i) != 0 || truncated(i) != 0) {
+        ended_returns(begin + at++) = ret;
+        running(i) = 0.f;
+      } else {
+        running(i) = ret;
+      }
     }
     Kokkos::single(Kokkos::PerTeam(team), [&]() { team_ended(t) = total; });
     if (!arrive_last(team, &teams_done(), team.league_size())) return;
@@ -143,19 +145,21 @@ struct EpisodeStep {
     });
     team.team_barrier();
     const int finished = first_of_team(teams - 1) + load_volatile(team_ended(teams - 1));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, teams * E), [&](const int idx) {
-      const int u = idx / E;
-      const int k = idx - u * E;
-      const int last = u + 1 < teams ? first_of_team(u + 1) : finished;
-      if (first_of_team(u) + k >= last) return;
-      const int i = load_volatile(ended(u * E + k));
-      const std::int64_t ordinal = first_of_team(u) + k;
+    const int oldest_kept = finished > Window ? finished - Window : 0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, finished - oldest_kept), [&](const int k) {
+      const int ordinal = oldest_kept + k;
+      // The team whose list holds this ordinal: the last u with first_of_team(u) <= ordinal.
+      int lo_u = 0, hi_u = teams - 1;
+      while (lo_u < hi_u) {
+        const int mid = (lo_u + hi_u + 1) / 2;
+        if (first_of_team(mid) <= ordinal)
+          lo_u = mid;
+        else
+          hi_u = mid - 1;
+      }
       const int slot = static_cast<int>((before + ordinal) % Window);
-      Kokkos::atomic_fetch_max(&staged(slot), episode_pack(ordinal, running(i) + rewards(i)));
-      running(i) = 0.f;
+      ring(slot) = load_volatile(ended_returns(lo_u * E + ordinal - first_of_team(lo_u)));
     });
-    team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Window), [&](const int s) { settle(s); });
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       finished_now() = finished;
       count() = before + finished;
@@ -169,7 +173,7 @@ struct EpisodeStep {
 /// to episode_stats_one_team_envs envs one team (a team scan, a team
 /// barrier, then the ring and the count); beyond, one team per
 /// episode_stats_team_envs envs and the last team to finish numbering the
-/// ended episodes and settling the ring (record_across_teams; a
+/// ended episodes and writing the newest into the ring (record_across_teams; a
 /// device-wide parallel_scan and the ring's own launch took three kernels
 /// on GPUs). Both give the same results.
 template <int Window, class ExecSpace, class MemorySpace>

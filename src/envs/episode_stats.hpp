@@ -39,7 +39,8 @@ class EpisodeStats {
         staged_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::staged"), window),
         team_ended_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::team_ended"),
                     (num_envs + kernels::episode_stats_team_envs - 1) / kernels::episode_stats_team_envs),
-        ended_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::EpisodeStats::ended"), num_envs),
+        ended_returns_(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::EpisodeStats::ended_returns"),
+                       num_envs),
         teams_done_(Kokkos::view_alloc(space, "foxrl::EpisodeStats::teams_done")),
         ring_host_(host_mirror(ring_)),
         count_host_(host_mirror(count_)) {}
@@ -69,8 +70,8 @@ class EpisodeStats {
       const Kokkos::View<const float*, memory_space>& rewards,
       const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
       const Kokkos::View<const std::uint8_t*, memory_space>& truncated) const {
-    return {rewards, terminated,    truncated,   running_, ring_,      staged_,
-            count_,  finished_now_, team_ended_, ended_,   teams_done_};
+    return {rewards, terminated,    truncated,   running_,       ring_,      staged_,
+            count_,  finished_now_, team_ended_, ended_returns_, teams_done_};
   }
 
   /// The device state (saved and restored on resume): per-env running
@@ -106,7 +107,7 @@ class EpisodeStats {
   Kokkos::View<std::uint64_t*, memory_space> staged_;  ///< zero between calls
   // Scratch of the record across teams (more than a few thousand envs).
   Kokkos::View<std::int32_t*, memory_space> team_ended_;
-  Kokkos::View<std::int32_t*, memory_space> ended_;
+  Kokkos::View<float*, memory_space> ended_returns_;
   Kokkos::View<std::int32_t, memory_space> teams_done_;  ///< zero between calls
   typename Kokkos::View<float*, memory_space>::HostMirror ring_host_;
   typename Kokkos::View<std::int64_t, memory_space>::HostMirror count_host_;

@@ -14,8 +14,10 @@
 //   step moves each weight by about lr; float32 arithmetic of the step
 //   is ~1e-7 of it), with and without clipping;
 // - a hard target copy, the guard's rejection of a non-finite loss (no
-//   weight moves, the td errors as the twin writes them) and run-to-run
-//   and graph-replay determinism bit for bit.
+//   weight moves, the td errors as the twin writes them), a spike and a
+//   streak of rejections ending in a restore (the same verdicts, counters
+//   and step counter as the twin's, the snapshot's weights exactly), and
+//   run-to-run and graph-replay determinism bit for bit.
 // The update and forward comparisons run with every block size the kernels
 // are built for (FOXRL_CUDA_FUSED_THREADS = 256, 512, 1024).
 // CUDA builds only (the fused path exists only there).
@@ -291,6 +293,61 @@ TEST_CASE("the fused update: hard target copy, the guard's rejection, determinis
     CHECK(td[0] == foxrl::keep_priority_td);
     auto step = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fused.learner.weights().adam_step);
     CHECK(step() == 0);  // a rejected step is not counted
+  }
+
+  SECTION("a spike and a streak of rejections leave the guard where the twin's is, restore included") {
+    // Every block of the fused update takes the decision on its own copy
+    // of the guard's state: a block that disagreed would leave some
+    // weights stepped and others not, and the restore's weights would not
+    // be the snapshot's.
+    auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
+    fused_config.guard.max_bad = twin_config.guard.max_bad = 3;
+    Learner fused(space, fused_config), twin(space, twin_config);
+    const auto p0 = flat_host(space, fused.learner.weights().online);
+    auto spike = batch, broken = batch;
+    for (auto& r : spike.rewards) r *= 1e5f;
+    broken.rewards[3] = std::numeric_limits<float>::infinity();
+    const auto spike_device = foxrl::test::to_device(space, spike);
+    const auto broken_device = foxrl::test::to_device(space, broken);
+    const int good_before = 20;  // past GuardState::min_losses: the spike test is on
+    for (int k = 0; k < good_before + 4; ++k) {
+      const auto& b = k == good_before                               ? spike_device
+                      : k == good_before + 1 || k == good_before + 2 ? broken_device
+                                                                     : device_batch;
+      fused.learner.update(space, b);
+      twin.learner.update(space, b);
+      INFO("update " << k);
+      const auto m = flat_host(space, fused.learner.metrics());
+      const auto m_twin = flat_host(space, twin.learner.metrics());
+      CHECK(m[foxrl::LearnerMetrics::rejected] == m_twin[foxrl::LearnerMetrics::rejected]);
+      CHECK(m[foxrl::LearnerMetrics::rejected] == (k >= good_before && k < good_before + 3 ? 1.0f : 0.0f));
+      auto step = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fused.learner.weights().adam_step);
+      auto step_twin = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), twin.learner.weights().adam_step);
+      CHECK(step() == step_twin());
+      if (k == good_before + 2) {
+        CHECK(step() == 0);  // the restore's snapshot counter (taken at construction)
+        CHECK(flat_host(space, fused.learner.weights().online) == p0);
+      }
+    }
+    const auto c = fused.learner.guard().counters(space);
+    const auto c_twin = twin.learner.guard().counters(space);
+    CHECK(c.rejected == 3);
+    CHECK(c.spikes == 1);
+    CHECK(c.nonfinite == 2);
+    CHECK(c.restores == 1);
+    CHECK(c.lr_scale == fused_config.guard.lr_decay);
+    for (const auto& [got, want] : {std::pair{c.rejected, c_twin.rejected}, std::pair{c.spikes, c_twin.spikes},
+                                    std::pair{c.nonfinite, c_twin.nonfinite}, std::pair{c.restores, c_twin.restores},
+                                    std::pair{c.consecutive_bad, c_twin.consecutive_bad}})
+      CHECK(got == want);
+    CHECK(c.lr_scale == c_twin.lr_scale);
+    CHECK(c.verdict == c_twin.verdict);
+    // The window after the restore: the one loss since, in both.
+    const auto s = foxrl::test::to_host(space, fused.learner.guard().state());
+    const auto s_twin = foxrl::test::to_host(space, twin.learner.guard().state());
+    CHECK(s(foxrl::GuardState::losses) == 1.0);
+    CHECK(s_twin(foxrl::GuardState::losses) == 1.0);
+    CHECK(s(foxrl::GuardState::sorted) == Approx(s_twin(foxrl::GuardState::sorted)).epsilon(1e-5));
   }
 
   SECTION("the same inputs give the same bits, replayed as a graph or launched directly") {

@@ -16,8 +16,9 @@
 // forward, loss and backward without leaving the SM, and writes its
 // partial gradient; after a grid barrier every thread adds the blocks'
 // partials of its elements in block order (deterministic: the same inputs
-// give the same bits), and the optimizer's tail (decide_then_step, shared
-// with the fused optimizer) finishes the step.
+// give the same bits), and after a second one every block takes the
+// guard's decision on its own copies and applies its share of the step
+// (decide_in_every_block_then_step).
 //
 // The per-row loss arithmetic (kernels::dqn_row_loss) and the per-element
 // optimizer arithmetic (kernels::AdamStep) are the portable path's own;
@@ -28,6 +29,7 @@
 
 #include "core/error.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
+#include "kernels/cuda/decide_in_every_block.cuh"
 #include "kernels/cuda/fused_optimizer.cuh"
 #include "kernels/cuda/small_network.cuh"
 #include "kernels/nn/adam.hpp"
@@ -229,31 +231,6 @@ __device__ inline float sum_partials_in_order(const float* column, std::size_t s
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-/// Block 0's work before the guard's decision: the batch means of the loss
-/// metrics from the blocks' partial sums (in block order) and the Adam step
-/// counter, which the decision reads (the twin's loss kernel does both).
-struct LossMeansBeforeDecision {
-  const float* partials;
-  float* metrics;
-  std::int64_t* adam_step;
-  int batch;
-  __device__ void operator()(float* shared) const {
-    float sums[3];
-    for (int m = 0; m < 3; ++m) {
-      float v = 0.0f;
-      for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) v += partials[3 * b + m];
-      sums[m] = block_sum(v, shared);
-    }
-    if (threadIdx.x == 0) {
-      const float inv_b = 1.0f / static_cast<float>(batch);
-      metrics[LearnerMetrics::loss] = sums[0] * inv_b;
-      metrics[LearnerMetrics::mean_q] = sums[1] * inv_b;
-      metrics[LearnerMetrics::mean_abs_td] = sums[2] * inv_b;
-      *adam_step += 1;
-    }
-  }
-};
-
 /// The fused update with `Threads` threads per block; see the file comment.
 template <int Threads, class Finish, class Step>
 __global__ void __launch_bounds__(Threads) fused_small_update_kernel(SmallUpdateArgs a, Finish finish, Step step) {
@@ -272,6 +249,9 @@ __global__ void __launch_bounds__(Threads) fused_small_update_kernel(SmallUpdate
         a.stamps + (std::size_t(*a.adam_step % a.probe_updates) * gridDim.x + blockIdx.x) * fused_update_stamp_count;
   stamp_phase(stamps, fused_update_stamp_start_ns);
   stamp_phase(stamps, fused_update_stamp_start);
+  // What the guard's decision reads, copied before any block can write it.
+  __shared__ DecisionCopies decision_copies;
+  load_decision_copies(finish, decision_copies);
 
   // 0. Both networks and this block's rows of s and s' into shared memory.
   {
@@ -379,16 +359,17 @@ __global__ void __launch_bounds__(Threads) fused_small_update_kernel(SmallUpdate
 
   stamp_phase(stamps, fused_update_stamp_summed);
 
-  // 5. The guard's decision and the optimizer step.
-  decide_then_step(grid, a.norm_partials, finish, step,
-                   LossMeansBeforeDecision{a.metric_partials, a.metrics, a.adam_step, p.batch}, reduce);
+  // 5. The guard's decision and the optimizer step, in every block.
+  grid.sync();
+  decide_in_every_block_then_step(a.metric_partials, a.norm_partials, p.batch, finish, step, decision_copies, reduce);
   stamp_phase(stamps, fused_update_stamp_end);
   stamp_phase(stamps, fused_update_stamp_end_ns);
 }
 
 /// The largest dynamic shared memory one block of the update may use on
-/// this device: what its static arrays (the block sums, the guard's staged
-/// state) leave, with the staged state counted twice as a margin.
+/// this device: what its static arrays (the block sums, the decision's
+/// copies and the step's scalars, decide_in_every_block.cuh) leave, with a
+/// margin of two staged guard states.
 inline std::size_t small_update_shared_limit() {
   return dynamic_shared_limit(sizeof(float) * (small_update_max_threads / 32) +
                               2 * sizeof(double) * staged_state_capacity);
@@ -444,6 +425,7 @@ void fused_small_update(const Kokkos::Cuda& space, const SmallUpdateArgs& args, 
                         AdamStep<MemorySpace, false> step) {
   using Step = AdamStep<MemorySpace, false>;
   static_assert(sizeof(typename Step::Scalars) <= fused_optimizer_extra_floats * sizeof(float));
+  check_decision_copies(finish, step, args.metrics, args.adam_step);
   step.threads = std::size_t(args.plan.blocks) * args.plan.threads;
   const auto kernel = small_update_kernel<Finish, Step>(args.plan.threads);
   void* params[] = {const_cast<SmallUpdateArgs*>(&args), const_cast<Finish*>(&finish), &step};

@@ -160,10 +160,7 @@ struct EpisodeStep {
       const int slot = static_cast<int>((before + ordinal) % Window);
       ring(slot) = load_volatile(ended_returns(lo_u * E + ordinal - first_of_team(lo_u)));
     });
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      finished_now() = finished;
-      count() = before + finished;
-    });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { count() = before + finished; });
   }
 };
 

@@ -53,11 +53,13 @@ class EpisodeStats {
   /// team to finish numbers the finished episodes across teams and moves
   /// them into the ring.
   /// More than `window` episodes may end in one step (thousands of envs), so
-  /// several of them map to one ring slot: each offers
-  /// (ordinal within the step + 1, return) packed in 64 bits to its slot's
-  /// staging word by atomic max, and the newest one wins whatever order the
-  /// threads run in (a plain store there made the ring's contents depend on
-  /// scheduling on GPUs).
+  /// several of them map to one ring slot and the newest must win. The
+  /// one-team record offers each (ordinal within the step + 1, return)
+  /// packed in 64 bits to its slot's staging word by atomic max, so the
+  /// order threads run in does not matter (a plain store there made the
+  /// ring's contents depend on scheduling on GPUs); the record across teams
+  /// knows every ordinal before it writes and stores only the newest
+  /// `window` episodes, one per slot.
   void record(const ExecSpace& space, const Kokkos::View<const float*, memory_space>& rewards,
               const Kokkos::View<const std::uint8_t*, memory_space>& terminated,
               const Kokkos::View<const std::uint8_t*, memory_space>& truncated) {

@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(Threads) fused_small_update_kernel(SmallUpdate
 
   // 5. The guard's decision and the optimizer step, in every block.
   grid.sync();
-  decide_in_every_block_then_step(a.metric_partials, a.norm_partials, p.batch, finish, step, decision_copies, reduce);
+  decide_in_every_block_then_step(a.metric_partials, a.norm_partials, p.batch, finish, step, decision_copies);
   stamp_phase(stamps, fused_update_stamp_end);
   stamp_phase(stamps, fused_update_stamp_end_ns);
 }

@@ -50,7 +50,23 @@ struct GuardDecision {
   /// median (the offline learners: see GuardConfig::spike_over_window_max).
   bool spike_over_max = false;
 
+  /// What judge() leaves to push_loss: an accepted update's loss joins
+  /// the window of `losses` losses.
+  struct Judgement {
+    bool push = false;
+    double loss = 0.0;
+    int losses = 0;
+  };
+
   KOKKOS_INLINE_FUNCTION void operator()(float grad_sq, float nonfinite_params) const {
+    const Judgement j = judge(grad_sq, nonfinite_params);
+    if (j.push) push_loss(j.loss, j.losses);
+  }
+
+  /// The decision but the window's update: the verdict, the counters, the
+  /// step counter; an accepted update's loss is left to push_loss (the
+  /// fused CUDA update pushes it with a warp, kernels/cuda/).
+  KOKKOS_INLINE_FUNCTION Judgement judge(float grad_sq, float nonfinite_params) const {
     metrics(LearnerMetrics::grad_sq) = grad_sq;
     const float loss = loss_source.data() != nullptr ? loss_source(loss_slot) : metrics(LearnerMetrics::loss);
     const bool weights_bad = nonfinite_params > 0.0f;
@@ -67,11 +83,14 @@ struct GuardDecision {
     }
     const bool bad = nonfinite || spike;
     metrics(LearnerMetrics::rejected) = bad ? 1.0f : 0.0f;
+    Judgement j;
     if (!bad) {
       state(GuardState::consecutive_bad) = 0.0;
       state(GuardState::verdict) = GuardState::apply;
-      push_loss(static_cast<double>(loss), n);
-      return;
+      j.push = true;
+      j.loss = static_cast<double>(loss);
+      j.losses = n;
+      return j;
     }
     state(GuardState::rejected) += 1.0;
     if (nonfinite)
@@ -92,6 +111,7 @@ struct GuardDecision {
       state(GuardState::consecutive_bad) = streak;
       if (adam_step.data() != nullptr) adam_step() -= 1;
     }
+    return j;
   }
 
   /// Median of the `n` window losses (mean of the middle two for even n).

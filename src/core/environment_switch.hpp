@@ -1,6 +1,7 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
-// FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES):
+// FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
+// FOXRL_CUDA_DW_IN_PLACE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -41,6 +42,13 @@ inline bool gemm_epilogue_masks_requested_by_environment() {
   const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
   return value != nullptr && std::strcmp(value, "masks") == 0;
 }
+
+/// FOXRL_CUDA_DW_IN_PLACE: the weight-gradient products (dW = dY^T X, the
+/// batch as the reduced dimension) through cuBLASLt with any split of the
+/// batch reduced inside the product (nn/epilogue_gemm.hpp), instead of
+/// cuBLAS' choice, which adds the slices with a second kernel; "0" turns
+/// it off. Needs the fused epilogues (FOXRL_CUDA_GEMM_EPILOGUES).
+inline bool dw_in_place_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_DW_IN_PLACE"); }
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

@@ -11,6 +11,11 @@
 // iteration (8 in cartpole-learn), and each of the twin's launches costs
 // more host time than its few thousand multiply-adds take on the GPU.
 //
+// Where one block takes every row, the launch can also run a per-row
+// functor after the greedy actions (`after`, e.g. the env's choosing step,
+// kernels::ChooseThenStep): the env's step then costs no launch and no
+// node of the iteration's graph of its own.
+//
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
 #include "core/error.hpp"
@@ -25,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace foxrl {
 namespace kernels {
@@ -84,9 +90,21 @@ struct SmallForwardArgs {
   std::int32_t* greedy = nullptr;  ///< [rows] argmax_a Q (lowest index on ties); may be null
 };
 
-/// The fused forward with `Threads` threads per block; see the file comment.
-template <int Threads, int Rows = small_forward_rows>
-__global__ void __launch_bounds__(Threads) fused_small_forward_kernel(SmallForwardArgs a) {
+/// No per-row work after the forward (fused_small_forward's default).
+struct NoWorkAfterForward {
+  __device__ void operator()(int) const {}
+};
+
+/// Whether a forward of `rows` rows runs as one block (so a functor after
+/// it sees every row's greedy action).
+constexpr bool small_forward_one_block(int rows) { return rows >= 1 && rows <= small_forward_rows; }
+
+/// The fused forward with `Threads` threads per block, then `after(row)`
+/// for each of the block's rows once every greedy action of the block is
+/// written (see the file comment; a grid of one block when `After` does
+/// work).
+template <int Threads, class After, int Rows = small_forward_rows>
+__global__ void __launch_bounds__(Threads) fused_small_forward_kernel(SmallForwardArgs a, After after) {
   extern __shared__ float sm[];
   const SmallForwardPlan& p = a.plan;
   const NetworkLayout& L = p.layout;
@@ -121,6 +139,12 @@ __global__ void __launch_bounds__(Threads) fused_small_forward_kernel(SmallForwa
       const SharedRows rows{head, H};
       a.greedy[row0 + r] = greedy_action(rows, r, H - 1, advantage_mean(rows, r, H - 1));
     }
+  if constexpr (!std::is_same_v<After, NoWorkAfterForward>) {
+    // The block's global writes (the greedy actions) are visible to all of
+    // its threads after the barrier.
+    __syncthreads();
+    for (int r = threadIdx.x; r < R; r += blockDim.x) after(row0 + r);
+  }
 }
 
 /// The largest dynamic shared memory one block of the forward may use on
@@ -136,11 +160,21 @@ inline bool small_forward_fits(const NetworkLayout& layout) {
 }
 
 /// Launches one fused forward of args.plan.rows rows (1 <= rows <=
-/// small_forward_max_rows) on `space`'s stream.
-inline void fused_small_forward(const Kokkos::Cuda& space, const SmallForwardArgs& args) {
-  using Kernel = void (*)(SmallForwardArgs);
-  static const Kernel kernels[3] = {fused_small_forward_kernel<256>, fused_small_forward_kernel<512>,
-                                    fused_small_forward_kernel<1024>};
+/// small_forward_max_rows) on `space`'s stream, then `after(row)` for every
+/// row in the same launch (a device-callable functor taken by value, e.g. a
+/// Kokkos functor of Views; only for rows that small_forward_one_block
+/// takes).
+template <class After = NoWorkAfterForward>
+void fused_small_forward(const Kokkos::Cuda& space, const SmallForwardArgs& args, const After& after = After()) {
+  // Kernel parameters: 4 KB on every architecture and toolkit we build for.
+  static_assert(sizeof(SmallForwardArgs) + sizeof(After) <= 4096, "the forward's arguments exceed 4 KB");
+  constexpr bool works_after = !std::is_same_v<After, NoWorkAfterForward>;
+  if (works_after && !small_forward_one_block(args.plan.rows))
+    throw LogicError("foxrl::kernels::cuda::fused_small_forward: work after the forward needs one block, " +
+                     std::to_string(args.plan.rows) + " rows take " + std::to_string(args.plan.blocks));
+  using Kernel = void (*)(SmallForwardArgs, After);
+  static const Kernel kernels[3] = {fused_small_forward_kernel<256, After>, fused_small_forward_kernel<512, After>,
+                                    fused_small_forward_kernel<1024, After>};
   static const bool configured = [] {
     for (const Kernel k : kernels)
       check_cuda(
@@ -151,7 +185,7 @@ inline void fused_small_forward(const Kokkos::Cuda& space, const SmallForwardArg
   (void)configured;
   const int threads = args.plan.threads;
   const Kernel kernel = kernels[fused_threads_slot(threads, "foxrl::kernels::cuda::fused_small_forward")];
-  void* params[] = {const_cast<SmallForwardArgs*>(&args)};
+  void* params[] = {const_cast<SmallForwardArgs*>(&args), const_cast<After*>(&after)};
   check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(args.plan.blocks), dim3(threads), params,
                               args.plan.shared_bytes, space.cuda_stream()),
              "foxrl::kernels::cuda::fused_small_forward: launch failed");

@@ -22,4 +22,9 @@ struct ChooseThenStep {
   KOKKOS_INLINE_FUNCTION void operator()(int i) const { step.step_with(i, choose(i)); }
 };
 
+/// Stands for an env whose step is not one per-env functor (the market's
+/// step and observation launches), where a caller could otherwise run
+/// ChooseThenStep inside a launch of its own (DqnLearner::greedy_actions_then).
+struct NoPerEnvStep {};
+
 }  // namespace foxrl::kernels

@@ -88,8 +88,11 @@ class ExperienceCollector {
       adapter_->process(space, env_.observations(), normalized_);
       network_input = normalized_;
     }
-    learner_.greedy_actions(space, network_input, greedy_);
-    env_.step_choosing(space, choice, acted_on_);
+    // A few envs on CUDA: the env's step runs inside the fused forward's
+    // launch (DqnLearner::greedy_actions_then), one node fewer again.
+    env_.act_then_step_choosing(space, choice, acted_on_, [&](const auto& per_env) {
+      return learner_.greedy_actions_then(space, network_input, greedy_, per_env);
+    });
     const auto& result = env_.step_result();
     // The episode statistics and the n-step record: one launch for a few
     // envs (kernels/collect/record_step.hpp), two for more.

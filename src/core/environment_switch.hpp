@@ -1,7 +1,7 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
-// FOXRL_CUDA_DW_IN_PLACE):
+// FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -49,6 +49,11 @@ inline bool gemm_epilogue_masks_requested_by_environment() {
 /// cuBLAS' choice, which adds the slices with a second kernel; "0" turns
 /// it off. Needs the fused epilogues (FOXRL_CUDA_GEMM_EPILOGUES).
 inline bool dw_in_place_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_DW_IN_PLACE"); }
+
+/// FOXRL_CUDA_FUSED_ENV_STEP: where the collector's greedy actions come
+/// from the fused forward in one block (a few envs), the env's choosing step
+/// runs inside that launch instead of one of its own; "0" turns it off.
+inline bool fused_env_step_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED_ENV_STEP"); }
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

@@ -8,6 +8,7 @@
 #include "core/validate.hpp"
 #include "kernels/core/counter_rng.hpp"
 #include "kernels/envs/cartpole_step.hpp"
+#include "kernels/envs/choose_then_step.hpp"
 #include "views/envs/cartpole_state.hpp"
 #include "views/envs/env_step.hpp"
 
@@ -87,9 +88,17 @@ class CartPoleEnv {
   /// [N, 4]. One launch.
   template <class Choose>
   void step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on) {
-    auto f = functor(action_view(), last_);
-    f.acted_on = acted_on;
-    kernels::cartpole_step(space, kernels::ChooseThenStep<Choose, decltype(f)>{choose, f});
+    kernels::cartpole_step(space, choosing_step(choose, acted_on));
+  }
+
+  /// step_choosing() after `act`, which forms the actions `choose` reads:
+  /// act(f) may run the step's per-env functor f (f(i) for each env i)
+  /// inside its own launch and return true; if it returns false, the step
+  /// launches as step_choosing().
+  template <class Choose, class Act>
+  void act_then_step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on, const Act& act) {
+    const auto f = choosing_step(choose, acted_on);
+    if (!act(f)) kernels::cartpole_step(space, f);
   }
 
   /// Puts env `env` into the given state at episode step 0 (for rollouts
@@ -113,6 +122,15 @@ class CartPoleEnv {
  private:
   kernels::CartPoleStep<memory_space> functor(const action_view& actions, const EnvStep<memory_space>& out) const {
     return {state_, actions, obs_, out, reset_seed_, config_.max_episode_steps};
+  }
+
+  /// The per-env functor of step_choosing().
+  template <class Choose>
+  kernels::ChooseThenStep<Choose, kernels::CartPoleStep<memory_space>> choosing_step(const Choose& choose,
+                                                                                     const obs_view& acted_on) const {
+    auto f = functor(action_view(), last_);
+    f.acted_on = acted_on;
+    return {choose, f};
   }
 
   int num_envs_;

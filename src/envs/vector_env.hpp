@@ -53,6 +53,16 @@ class VectorEnv {
   void step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on) {
     std::visit([&](auto& e) { e.step_choosing(space, choose, acted_on); }, env_);
   }
+  /// step_choosing() after `act`, which forms the actions `choose` reads:
+  /// act(f) gets the step's per-env functor f (f(i) steps env i, as
+  /// step_choosing's launch) and may run it inside its own launch,
+  /// returning true; false, or an env whose step is not one per-env
+  /// functor (act then gets kernels::NoPerEnvStep), and the step launches
+  /// as step_choosing().
+  template <class Choose, class Act>
+  void act_then_step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on, const Act& act) {
+    std::visit([&](auto& e) { e.act_then_step_choosing(space, choose, acted_on, act); }, env_);
+  }
   void reset(const ExecSpace& space) {
     std::visit([&](auto& e) { e.reset(space); }, env_);
   }

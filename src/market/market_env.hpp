@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/validate.hpp"
 #include "kernels/core/counter_rng.hpp"
+#include "kernels/envs/choose_then_step.hpp"
 #include "kernels/market/features.hpp"
 #include "kernels/market/market_step.hpp"
 #include "market/market_data.hpp"
@@ -235,6 +236,15 @@ class MarketEnv {
     using Step = kernels::MarketStep<memory_space>;
     kernels::market_step(space, kernels::ChooseThenStep<Choose, Step>{choose, functor(action_view(), last_)});
     observations_after_step(space, last_, acted_on);
+  }
+
+  /// step_choosing() after `act`, which forms the actions `choose` reads.
+  /// The market's step is two launches, not one per-env functor: `act`
+  /// gets kernels::NoPerEnvStep (as CartPoleEnv::act_then_step_choosing).
+  template <class Choose, class Act>
+  void act_then_step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on, const Act& act) {
+    act(kernels::NoPerEnvStep{});
+    step_choosing(space, choose, acted_on);
   }
 
   /// Starts env `env`'s episode at bar t0 (flat, step 0) and rebuilds the

@@ -28,6 +28,7 @@
 #include "core/stream_graph.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
 #include "kernels/core/reduce_scratch.hpp"
+#include "kernels/envs/choose_then_step.hpp"
 #include "kernels/nn/adam.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "nn/adam_optimizer.hpp"
@@ -58,6 +59,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -485,6 +487,42 @@ class DqnLearner {
                                 actions_out);
   }
 
+  /// greedy_actions(), then `per_env(i)` for every row i of `states` (a
+  /// device-callable functor, e.g. the env's choosing step, reading the
+  /// greedy actions) inside the same launch where the fused forward takes
+  /// all rows in one block (CUDA; FOXRL_CUDA_FUSED_ENV_STEP=0 turns it off).
+  /// Returns whether it ran `per_env`; if not, the caller runs it.
+  /// kernels::NoPerEnvStep as `per_env`: only the greedy actions.
+  template <class PerEnv>
+  bool greedy_actions_then(const ExecSpace& space, const ConstMatrix<memory_space>& states,
+                           const Kokkos::View<std::int32_t*, memory_space>& actions_out, const PerEnv& per_env) {
+    if (!fuses_env_step(static_cast<int>(states.extent(0))) || std::is_same_v<PerEnv, kernels::NoPerEnvStep> ||
+        actions_out.extent(0) != states.extent(0)) {
+      greedy_actions(space, states, actions_out);
+      return false;
+    }
+    check_rows("greedy_actions_then", static_cast<int>(states.extent(0)),
+               static_cast<int>(online_net_.output().extent(0)));
+    if (states.extent(1) != std::size_t(layout_.obs_dim))
+      throw LogicError("foxrl::DqnLearner::greedy_actions_then: states have " + std::to_string(states.extent(1)) +
+                       " columns, obs_dim is " + std::to_string(layout_.obs_dim));
+    launch_fused_forward(space, states, actions_out.data(), per_env);
+    return true;
+  }
+
+  /// Whether greedy_actions_then() runs its per-env functor inside the
+  /// forward's launch for `rows` rows.
+  bool fuses_env_step([[maybe_unused]] int rows) const {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
+      return fuse_env_step_ && fused_forward(rows) && kernels::cuda::small_forward_one_block(rows);
+#endif
+    return false;
+  }
+  /// Turns the env step inside the forward's launch on or off (on where
+  /// the fused forward runs, unless FOXRL_CUDA_FUSED_ENV_STEP=0).
+  void set_fused_env_step(bool on) { fuse_env_step_ = on; }
+
   /// target = online, element by element where online is finite (update()
   /// makes its own hard copies, inside the optimizer launch).
   void hard_target_update(const ExecSpace& space) { target_.hard_update(space, online_.flat); }
@@ -582,9 +620,10 @@ class DqnLearner {
     return R;
   }
 
+  template <class After = kernels::NoPerEnvStep>
   void launch_fused_forward([[maybe_unused]] const ExecSpace& space,
                             [[maybe_unused]] const ConstMatrix<memory_space>& states,
-                            [[maybe_unused]] std::int32_t* greedy) {
+                            [[maybe_unused]] std::int32_t* greedy, [[maybe_unused]] const After& after = After()) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
       const auto& head = online_net_.output();
@@ -596,7 +635,10 @@ class DqnLearner {
       a.head = head.data();
       a.head_ld = static_cast<int>(head.stride(0));
       a.greedy = greedy;
-      kernels::cuda::fused_small_forward(space, a);
+      if constexpr (std::is_same_v<After, kernels::NoPerEnvStep>)
+        kernels::cuda::fused_small_forward(space, a);
+      else
+        kernels::cuda::fused_small_forward(space, a, after);
       return;
     }
 #endif
@@ -621,7 +663,8 @@ class DqnLearner {
   bool gradients_pending_ = false;
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
-  int fused_blocks_ = 0;        ///< the most blocks a fused update of up to max_batch rows takes
+  bool fuse_env_step_ = fused_env_step_allowed_by_environment();  ///< greedy_actions_then's per-env work in it
+  int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
   int fused_threads_ =
       fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)
   std::string fused_unfit_;

@@ -13,6 +13,7 @@
 #include "io/safetensors.hpp"
 #include "run/trainer_state.hpp"
 #include "support/env_test_util.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
 
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -90,4 +92,48 @@ TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by h
     t.save_checkpoint(reference);
   }
   check_same_tensors(clocked, reference);
+}
+
+TEMPLATE_TEST_CASE("the clock advanced inside the priority update equals its own launch", "[trainer][clock]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using foxrl::test::ScopedEnvironment;
+  const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
+  INFO("env " << env);
+  const foxrl::test::TempDir along_dir, own_dir;
+  // Two epochs of every iteration shape (no update, two updates; the
+  // metrics of the second go into the epoch sums with the clock).
+  auto config = foxrl::test::tiny_iteration_shapes_config(env, along_dir.path(), 2);
+  std::vector<foxrl::EpochRecord> along, own;
+  {
+    ScopedEnvironment on("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "1");
+    foxrl::DqnTrainer<Exec> t(config);
+    REQUIRE(t.clock_in_priority_update());
+    for (int e = 0; e < 2; ++e) along.push_back(t.run_epoch());
+    REQUIRE(t.updates() > 20);
+    t.save_checkpoint(along_dir.path());
+  }
+  {
+    config.out_dir = own_dir.path();
+    ScopedEnvironment off("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "0");
+    foxrl::DqnTrainer<Exec> t(config);
+    REQUIRE_FALSE(t.clock_in_priority_update());
+    for (int e = 0; e < 2; ++e) own.push_back(t.run_epoch());
+    t.save_checkpoint(own_dir.path());
+  }
+  // The device clock drives epsilon, beta, the draws and the replay's
+  // positions: any difference in what it holds shows in the tensors.
+  check_same_tensors(along_dir.path(), own_dir.path());
+  for (int e = 0; e < 2; ++e) {
+    INFO("epoch " << e + 1);
+    // The epoch sums: the same bits through the same float-to-double adds.
+    CHECK(along[e].updates == own[e].updates);
+    CHECK(along[e].loss == own[e].loss);
+    CHECK(along[e].mean_q == own[e].mean_q);
+    CHECK(along[e].td_error == own[e].td_error);
+    CHECK(along[e].grad_norm == own[e].grad_norm);
+    CHECK(along[e].rejected_updates == own[e].rejected_updates);
+    CHECK(along[e].episodes == own[e].episodes);
+  }
+  CHECK(along[1].loss > 0.0);
 }

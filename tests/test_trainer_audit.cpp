@@ -7,6 +7,7 @@
 // its phase and on the run's instance.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -63,10 +64,14 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   const int rounds = GENERATE(1, 2);
-  INFO("env " << env << ", " << rounds << " updates per iteration");
+  const char* clock_along = GENERATE("1", "0");
+  INFO("env " << env << ", " << rounds << " updates per iteration, FOXRL_CLOCK_IN_PRIORITY_UPDATE " << clock_along);
+  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", clock_along);
   auto config = audit_config(env);
   config.updates_per_iteration = rounds;
   foxrl::DqnTrainer<Exec> trainer(config);
+  const bool along = trainer.clock_in_priority_update();
+  REQUIRE(along == (std::string(clock_along) == "1"));
   const auto id = foxrl::tools_device_id(trainer.context().space());
   // Past learning_starts (and the n-step warm-up) before the audited one.
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
@@ -95,12 +100,15 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   CHECK_FALSE(launched(record, "foxrl::NStep::record_step_and_emit"));
   CHECK_FALSE(launched(record, "foxrl::EpisodeStats::record"));
   for (const char* name : {"foxrl::Collector::record_step", "foxrl::Replay::insert", "foxrl::Replay::sample",
-                           "foxrl::Replay::update_priorities", "foxrl::IterationClock::advance"}) {
+                           "foxrl::Replay::update_priorities"}) {
     INFO("launch " << name);
     CHECK(launched(record, name));
   }
+  // The clock's advance rides along in the last priority update's launch,
+  // or takes one of its own.
+  CHECK(launched(record, "foxrl::IterationClock::advance") == !along);
   // The last update's metrics go into the epoch sums inside the clock's
-  // launch; an earlier update of the same iteration adds its own in the
+  // advance; an earlier update of the same iteration adds its own in the
   // update phase, before the next update overwrites them.
   int clock_launches = 0, metric_launches = 0;
   for (const auto& l : record.launches) {
@@ -109,7 +117,7 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
     ++metric_launches;
     CHECK(phase_of(l) == "foxrl::DqnTrainer::update");
   }
-  CHECK(clock_launches == 1);
+  CHECK(clock_launches == (along ? 0 : 1));
   CHECK(metric_launches == rounds - 1);
   // Nothing in an iteration waits for the device or allocates, its
   // profiling regions included (the global fences Kokkos 4 adds around
@@ -120,7 +128,7 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
     phases.push_back("foxrl::DqnTrainer::sample");
     phases.push_back("foxrl::DqnTrainer::update");
   }
-  phases.push_back("foxrl::DqnTrainer::clock");
+  if (!along) phases.push_back("foxrl::DqnTrainer::clock");
   CHECK(trainer_regions(record) == phases);
   CHECK(record.fences.empty());
   CHECK(record.allocations.empty());
@@ -137,10 +145,13 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
                    "[audit][trainer][regions]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
-  INFO("env " << env);
+  const char* clock_along = GENERATE("1", "0");
+  INFO("env " << env << ", FOXRL_CLOCK_IN_PRIORITY_UPDATE " << clock_along);
+  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", clock_along);
   auto config = audit_config(env);
   config.iterations_per_epoch = 2;
   foxrl::DqnTrainer<Exec> trainer(config);
+  const bool along = trainer.clock_in_priority_update();
   const auto id = foxrl::tools_device_id(trainer.context().space());
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
   trainer.context().fence("test::warm");
@@ -149,7 +160,8 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   const auto record = foxrl::audit([&] { trainer.run_epoch(); });
   REQUIRE(trainer.updates() == updates_before + 2);
   const std::string p = "foxrl::DqnTrainer::";
-  const std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update", p + "clock"};
+  std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update"};
+  if (!along) iteration.push_back(p + "clock");
   std::vector<std::string> expected = {p + "epoch_bookkeeping"};
   for (int it = 0; it < 2; ++it) expected.insert(expected.end(), iteration.begin(), iteration.end());
   expected.push_back(p + "epoch_bookkeeping");
@@ -182,15 +194,17 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   }
   // CartPole's step has no launch of its own where the fused forward runs it.
   const bool step_in_forward = env == "cartpole" && trainer.learner().fuses_env_step(config.num_envs);
-  const char* env_step = step_in_forward    ? "foxrl::Collector::record_step"
+  const char* env_step = step_in_forward     ? "foxrl::Collector::record_step"
                          : env == "cartpole" ? "foxrl::CartPole::step"
                                              : "foxrl::MarketEnv::step";
-  const std::pair<const char*, std::string> homes[] = {{env_step, p + "collect"},
-                                                       {"foxrl::Collector::record_step", p + "collect"},
-                                                       {"foxrl::Replay::insert", p + "insert"},
-                                                       {"foxrl::Replay::sample", p + "sample"},
-                                                       {"foxrl::Replay::update_priorities", p + "update"},
-                                                       {"foxrl::IterationClock::advance", p + "clock"}};
+  const std::pair<const char*, std::string> homes[] = {
+      {env_step, p + "collect"},
+      {"foxrl::Collector::record_step", p + "collect"},
+      {"foxrl::Replay::insert", p + "insert"},
+      {"foxrl::Replay::sample", p + "sample"},
+      {"foxrl::Replay::update_priorities", p + "update"},
+      {along ? "foxrl::Replay::update_priorities" : "foxrl::IterationClock::advance",
+       along ? p + "update" : p + "clock"}};
   for (const auto& [kernel, region] : homes) {
     INFO("launch " << kernel << " in " << region);
     int found = 0;

@@ -32,6 +32,12 @@ KOKKOS_INLINE_FUNCTION bool arrive_last(const Member& team, Count* ticket, Teams
   return last != 0;
 }
 
+/// No work for a launch's last team to do after its own (the default of
+/// the launches that take such work, e.g. the replay's priority update).
+struct NoLastTeamWork {
+  KOKKOS_INLINE_FUNCTION void operator()() const {}
+};
+
 /// Reads memory another team may have written during this kernel, bypassing
 /// non-coherent caches (GPU L1); the writer published it with a fence.
 template <class T>

@@ -19,6 +19,7 @@
 #include <cfloat>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace foxrl::kernels {
 
@@ -198,7 +199,10 @@ struct ReplaySampleFunctor {
 /// a rejected update's healthy rows); NaN or +inf td errors quarantine their
 /// transition (priority 0: a broken target would poison every update that
 /// samples it).
-template <class ExecSpace>
+/// `Then`: work for one thread once every team is done (the last team to
+/// arrive runs it), e.g. the iteration's clock advance riding along instead
+/// of taking a launch of its own; NoLastTeamWork by default.
+template <class ExecSpace, class Then = NoLastTeamWork>
 struct ReplayUpdateFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -221,6 +225,7 @@ struct ReplayUpdateFunctor {
   /// Skip the leaves and the refresh of a team whose leaves all hold their
   /// new mass already (the same tree bit for bit; off only to test that).
   bool skip_unchanged = true;
+  Then then = {};  ///< run once, by the last team to finish
 
   /// Scratch bytes per team for `entries` update entries.
   static std::size_t scratch_bytes(int entries, int groups) {
@@ -290,12 +295,19 @@ struct ReplayUpdateFunctor {
         if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
       });
     }
-    if (own == top) return;
+    constexpr bool work_after = !std::is_same_v<Then, NoLastTeamWork>;
+    if (own == top) {
+      if constexpr (work_after) {
+        if (arrive_last(team, &st.teams_done(), team.league_size())) Kokkos::single(Kokkos::PerTeam(team), then);
+      }
+      return;
+    }
 
     // Every team (with entries or not) counts itself done; the last one
     // refreshes the top level from the now final level below it (volatile
     // loads: other teams wrote those nodes during this launch).
     if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
+    if constexpr (work_after) Kokkos::single(Kokkos::PerTeam(team), then);
     constexpr int K = sum_tree_fanout;
     const int top_nodes = static_cast<int>(shape.nodes[top]);
     const std::int64_t children = shape.offset[top - 1];
@@ -355,8 +367,8 @@ void replay_sample(const ExecSpace& space, const ReplaySampleFunctor<ExecSpace>&
 /// Launches one priority update: one team of `team_size` threads per node
 /// of f.owner_level (`league` of them), `scratch_bytes` of team scratch at
 /// f.scratch_level.
-template <class ExecSpace>
-void replay_update_priorities(const ExecSpace& space, const ReplayUpdateFunctor<ExecSpace>& f, int league,
+template <class ExecSpace, class Then>
+void replay_update_priorities(const ExecSpace& space, const ReplayUpdateFunctor<ExecSpace, Then>& f, int league,
                               int team_size, std::size_t scratch_bytes) {
   Kokkos::TeamPolicy<ExecSpace> policy(space, league, team_size);
   policy.set_scratch_size(f.scratch_level, Kokkos::PerTeam(scratch_bytes));

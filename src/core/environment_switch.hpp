@@ -1,7 +1,8 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
-// FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP):
+// FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP,
+// FOXRL_CLOCK_IN_PRIORITY_UPDATE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -54,6 +55,14 @@ inline bool dw_in_place_allowed_by_environment() { return switch_on_in_environme
 /// from the fused forward in one block (a few envs), the env's choosing step
 /// runs inside that launch instead of one of its own; "0" turns it off.
 inline bool fused_env_step_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED_ENV_STEP"); }
+
+/// FOXRL_CLOCK_IN_PRIORITY_UPDATE: a training iteration with updates
+/// advances its device clock (and adds the last update's metrics to the
+/// epoch sums) in the last team of its last priority update instead of a
+/// launch of its own; "0" turns it off. Every backend.
+inline bool clock_in_priority_update_allowed_by_environment() {
+  return switch_on_in_environment("FOXRL_CLOCK_IN_PRIORITY_UPDATE");
+}
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

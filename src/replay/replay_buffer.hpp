@@ -151,15 +151,25 @@ class ReplayBuffer {
     update_priorities(space, indices, td_abs, host_counters().inserted);
   }
 
-  /// The same with the kernel reading the insert count from `inserted`.
+  /// The same with the kernel reading the insert count from `inserted`,
+  /// and `then()` (a device functor) called once after the update in the
+  /// same launch, by its last team (in a one-thread launch of its own,
+  /// "foxrl::Replay::after_update", when there is nothing to update).
+  template <class Then = kernels::NoLastTeamWork>
   void update_priorities(const ExecSpace& space, const index_view& indices, const error_view& td_abs,
-                         kernels::CounterRead inserted) {
+                         kernels::CounterRead inserted, const Then& then = Then()) {
     if (indices.extent(0) != td_abs.extent(0)) {
       throw LogicError("foxrl::ReplayBuffer::update_priorities: " + std::to_string(indices.extent(0)) +
                        " indices but " + std::to_string(td_abs.extent(0)) + " td errors");
     }
-    if (indices.extent(0) == 0 || size() == 0) return;
-    kernels::ReplayUpdateFunctor<ExecSpace> functor;
+    if (indices.extent(0) == 0 || size() == 0) {
+      if constexpr (!std::is_same_v<Then, kernels::NoLastTeamWork>)
+        Kokkos::parallel_for(
+            "foxrl::Replay::after_update", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { then(); });
+      return;
+    }
+    kernels::ReplayUpdateFunctor<ExecSpace, Then> functor;
+    functor.then = then;
     functor.layout = layout_;
     functor.storage = storage_;
     functor.indices = indices;
@@ -168,7 +178,7 @@ class ReplayBuffer {
     functor.alpha = config_.alpha;
     functor.eps = config_.eps;
     functor.refresh_groups = update_refresh_groups_;
-    const std::size_t scratch = kernels::ReplayUpdateFunctor<ExecSpace>::scratch_bytes(
+    const std::size_t scratch = kernels::ReplayUpdateFunctor<ExecSpace, Then>::scratch_bytes(
         static_cast<int>(indices.extent(0)), update_refresh_groups_);
     // Team scratch of a few tens of KB is on-chip on every GPU; larger
     // batches fall back to level 1 (global memory) scratch.

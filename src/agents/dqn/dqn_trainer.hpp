@@ -370,6 +370,10 @@ class DqnTrainer {
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }
+  /// Whether an iteration with updates advances the device clock inside its
+  /// last priority update's launch (no "foxrl::IterationClock::advance"
+  /// launch or "foxrl::DqnTrainer::clock" phase of its own).
+  bool clock_in_priority_update() const { return clock_in_priority_update_; }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
   const RunSpec& spec() const { return spec_; }
@@ -447,7 +451,16 @@ class DqnTrainer {
     for (std::int64_t u = 0; u < rounds; ++u) {
       auto at = at_update;
       at.sample_calls = clock_->read(Clock::sample_calls, u);
-      update(space, at, clock_->read(Clock::updates, u), u + 1 < rounds);
+      const kernels::CounterRead updates_before = clock_->read(Clock::updates, u);
+      if (u + 1 < rounds || !clock_in_priority_update_) {
+        update(space, at, updates_before, u + 1 < rounds);
+        continue;
+      }
+      // The clock's advance, with the last update's metrics into the epoch
+      // sums, rides along in the last priority update's launch: one node
+      // fewer on the iteration's chain.
+      update(space, at, updates_before, false, clock_->advancer(by, sums_->adder(learner_->metrics())));
+      return;
     }
     compat::ScopedRegion region("foxrl::DqnTrainer::clock");
     // The last update's metrics go into the epoch sums in the clock's launch.
@@ -460,8 +473,10 @@ class DqnTrainer {
   /// One sample, update and priority update; `add_metrics`: the update's
   /// metrics into the epoch sums in a launch of their own (false: the
   /// caller adds them later, before the next update overwrites them).
+  /// `then()` runs in the priority update's launch once it is done.
+  template <class Then = kernels::NoLastTeamWork>
   void update(const ExecSpace& space, const typename ReplayBuffer<ExecSpace>::CounterReads& at,
-              kernels::CounterRead updates_before, bool add_metrics) {
+              kernels::CounterRead updates_before, bool add_metrics, const Then& then = Then()) {
     const auto batch = [&] {
       compat::ScopedRegion region("foxrl::DqnTrainer::sample");
       auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta_schedule(), updates_before, at);
@@ -470,7 +485,7 @@ class DqnTrainer {
     }();
     compat::ScopedRegion region("foxrl::DqnTrainer::update");
     learner_->update(space, batch);  // the target copy is fused into its Adam launch
-    replay_->update_priorities(space, batch.indices, learner_->td_errors(), at.inserted);
+    replay_->update_priorities(space, batch.indices, learner_->td_errors(), at.inserted, then);
     if (add_metrics) sums_->add(space, learner_->metrics());
   }
 
@@ -495,6 +510,9 @@ class DqnTrainer {
   std::int64_t updates_ = 0;
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
+  /// The clock's advance inside the last priority update's launch
+  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE=0: a launch of its own).
+  bool clock_in_priority_update_ = clock_in_priority_update_allowed_by_environment();
   std::string run_id_ = RunIdentity::new_run_id();
   std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank

@@ -60,14 +60,29 @@ class IterationClock {
   /// graph node) of its own.
   template <class Also>
   void advance(const ExecSpace& space, const Values& by, const Also& also) {
-    const auto counters = device_;
-    Kokkos::Array<std::int64_t, slot_count> add;
-    for (int s = 0; s < slot_count; ++s) add[s] = by[s];
+    const Advance<Also> step = advancer(by, also);
     Kokkos::parallel_for(
-        "foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, slot_count), KOKKOS_LAMBDA(int s) {
-          counters(s) += add[s];
-          if (s == 0) also();
-        });
+        "foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { step(); });
+  }
+
+  /// advance()'s work as a device functor for one thread, for a launch
+  /// that already runs at the iteration's end to call once it is done (the
+  /// replay's priority update: ReplayBuffer::update_priorities' `then`).
+  template <class Also>
+  struct Advance {
+    Kokkos::View<std::int64_t*, memory_space> counters;
+    Kokkos::Array<std::int64_t, slot_count> add;
+    Also also;
+    KOKKOS_INLINE_FUNCTION void operator()() const {
+      for (int s = 0; s < slot_count; ++s) counters(s) += add[s];
+      also();
+    }
+  };
+  template <class Also = NothingMore>
+  Advance<Also> advancer(const Values& by, const Also& also = Also()) const {
+    Advance<Also> a{device_, {}, also};
+    for (int s = 0; s < slot_count; ++s) a.add[s] = by[s];
+    return a;
   }
 
   /// Records that a replayed graph advanced the device copy by `by`, or that

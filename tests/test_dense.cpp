@@ -12,9 +12,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -357,5 +359,59 @@ TEMPLATE_TEST_CASE("gradient_sq_norm over several teams matches a float64 sum", 
     const auto mh = foxrl::test::to_host(space, metrics);
     INFO("launch " << rep);
     CHECK(mh(foxrl::LearnerMetrics::grad_sq) == Approx(ref).epsilon(1e-5));
+  }
+}
+
+TEMPLATE_TEST_CASE("DenseOps takes stacked rows that follow each other in memory as one product", "[dense][stacked]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // The replay's layout: s in rows [0, M1) and s' in rows [M1, M) of one
+  // allocation (the online network's forward at s and s').
+  const int M1 = 37, M = 74, K = 65, N = 45;
+  const auto x = random_values(std::size_t(M) * K, 11);
+  const auto w = random_values(std::size_t(N) * K, 12);
+  const auto b = random_values(N, 13);
+  auto X = foxrl::test::to_device(space, x, M, K);
+  auto W = foxrl::test::to_device(space, w, N, K);
+  auto Bv = foxrl::test::to_device(space, b);
+  const foxrl::ConstMatrix<Mem> s(Kokkos::subview(X, std::make_pair(0, M1), Kokkos::ALL));
+  const foxrl::ConstMatrix<Mem> s_next(Kokkos::subview(X, std::make_pair(M1, M), Kokkos::ALL));
+  // The same rows in two allocations: never one product.
+  auto X1 = foxrl::test::to_device(space, std::vector<float>(x.begin(), x.begin() + std::ptrdiff_t(M1) * K), M1, K);
+  auto X2 = foxrl::test::to_device(space, std::vector<float>(x.begin() + std::ptrdiff_t(M1) * K, x.end()), M - M1, K);
+
+  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+    for (const bool stacked : {true, false}) {
+      DYNAMIC_SECTION("backend " << foxrl::to_string(backend) << ", stacked rows " << (stacked ? "on" : "off")) {
+        foxrl::DenseOps<Exec> ops(space, backend);
+        ops.set_stacked_rows(stacked);
+        Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N), Y2("foxrl::test::Y2", M, N);
+        ops.forward(space, s, s_next, foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(Bv), true,
+                    foxrl::MutableMatrix<Mem>(Y));
+        // One product wherever the rows follow each other and the switch
+        // is on (the portable kernel reads both blocks in one launch anyway).
+        const bool one = backend == foxrl::DenseBackend::portable || stacked;
+        CHECK(ops.forward_products() == (one ? 1 : 2));
+        ops.forward(space, foxrl::ConstMatrix<Mem>(X1), foxrl::ConstMatrix<Mem>(X2), foxrl::ConstMatrix<Mem>(W),
+                    foxrl::ConstVector<Mem>(Bv), true, foxrl::MutableMatrix<Mem>(Y2));
+        CHECK(ops.forward_products() == (one ? 1 : 2) + (backend == foxrl::DenseBackend::portable ? 1 : 2));
+        const auto y = foxrl::test::to_host(space, Y);
+        const auto y2 = foxrl::test::to_host(space, Y2);
+        double worst = 0.0, worst2 = 0.0;
+        for (int m = 0; m < M; ++m)
+          for (int n = 0; n < N; ++n) {
+            double ref = b[n];
+            for (int k = 0; k < K; ++k) ref += double(x[std::size_t(m) * K + k]) * w[std::size_t(n) * K + k];
+            ref = std::max(ref, 0.0);
+            worst = std::max(worst, std::abs(ref - y(m, n)));
+            worst2 = std::max(worst2, std::abs(ref - y2(m, n)));
+          }
+        CHECK(worst < tolerance);
+        CHECK(worst2 < tolerance);
+      }
+    }
   }
 }

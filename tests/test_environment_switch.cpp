@@ -24,7 +24,8 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_GEMM_EPILOGUES", &foxrl::gemm_epilogues_allowed_by_environment},
       {"FOXRL_CUDA_DW_IN_PLACE", &foxrl::dw_in_place_allowed_by_environment},
       {"FOXRL_CUDA_FUSED_ENV_STEP", &foxrl::fused_env_step_allowed_by_environment},
-      {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment}};
+      {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
+      {"FOXRL_CUDA_STACKED_ROWS", &foxrl::stacked_rows_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {
@@ -77,6 +78,26 @@ TEMPLATE_TEST_CASE("DenseOps takes the epilogue switches from the environment wh
     foxrl::DenseOps<Exec> portable(space, foxrl::DenseBackend::portable);
     CHECK_FALSE(portable.fused_epilogues());
     CHECK_FALSE(portable.epilogue_masks());
+  }
+}
+
+TEMPLATE_TEST_CASE("DenseOps takes the stacked-rows switch from the environment when built", "[switch][dense]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using foxrl::test::ScopedEnvironment;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  for (const char* value : {static_cast<const char*>(nullptr), "1", "0"}) {
+    const std::string shown = value == nullptr ? "unset" : value;
+    INFO("FOXRL_CUDA_STACKED_ROWS " << shown);
+    ScopedEnvironment set("FOXRL_CUDA_STACKED_ROWS", value);
+    // On GPUs only: a host BLAS may sum a row in another order at another
+    // row count (DenseOps::stacked_rows).
+    const bool device = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+    for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
+      foxrl::DenseOps<Exec> ops(space, backend);
+      CHECK(ops.stacked_rows() == (device && shown != "0"));
+    }
   }
 }
 

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -343,6 +344,57 @@ TEST_CASE("DenseOps with fused epilogues runs the library and matches its launch
   for (int m = 0; m < M1 + M2; ++m)
     for (int n = 0; n < N; ++n) worst = std::max(worst, double(std::abs(a(m, n) - b(m, n))));
   CHECK(worst <= 2.0 * (K + 1) * unit_roundoff * (K + 1));
+}
+
+TEST_CASE("DenseOps over stacked rows that follow each other writes one bitmask over both blocks",
+          "[dense][epilogue]") {
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  // The replay's layout: s in rows [0, M1), s' in rows [M1, M) of one
+  // allocation, as the online network's first layer takes them.
+  const int M1 = 1000, M = 2000, K = 65, N = 120;
+  const auto X = foxrl::test::to_device(space, random_values(std::size_t(M) * K, 41), M, K);
+  const auto W = foxrl::test::to_device(space, random_values(std::size_t(N) * K, 43), N, K);
+  const auto Bv = foxrl::test::to_device(space, random_values(std::size_t(N), 44));
+  const foxrl::ConstMatrix<Mem> s(Kokkos::subview(X, std::make_pair(0, M1), Kokkos::ALL));
+  const foxrl::ConstMatrix<Mem> s_next(Kokkos::subview(X, std::make_pair(M1, M), Kokkos::ALL));
+  for (const bool stacked : {true, false}) {
+    DYNAMIC_SECTION("stacked rows " << (stacked ? "on" : "off")) {
+      Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N);
+      // Zeroed: a row the library did not write keeps no set bit.
+      Kokkos::View<std::uint8_t*, Mem> bits("foxrl::test::bits", foxrl::ReluBitmask::bytes(M, N));
+      foxrl::ReluBitmask mask;
+      mask.bits = bits.data();
+      mask.ld_bits = foxrl::ReluBitmask::row_bits(N);
+      mask.rows = M;
+      foxrl::DenseOps<Exec> ops(space, foxrl::DenseBackend::blas);
+      ops.set_fused_epilogues(space, true);
+      ops.set_stacked_rows(stacked);
+      REQUIRE(ops.forward(space, s, s_next, W, Bv, true, Y, mask));
+      CHECK(ops.forward_products() == (stacked ? 1 : 2));
+      // A bit is set exactly where the ReLU passed its value (the mask and
+      // Y come from the same float): in every row with one product, in
+      // s's rows only with one product per block.
+      const auto y = foxrl::test::to_host(space, Y);
+      const auto h = bits_to_host(space, bits);
+      int wrong_s = 0, wrong_next = 0, set_next = 0;
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+          const bool bit = mask_bit(h, mask.ld_bits, m, n);
+          if (m < M1)
+            wrong_s += bit != (y(m, n) > 0.0f) ? 1 : 0;
+          else {
+            wrong_next += bit != (y(m, n) > 0.0f) ? 1 : 0;
+            set_next += bit ? 1 : 0;
+          }
+        }
+      CHECK(wrong_s == 0);
+      if (stacked)
+        CHECK(wrong_next == 0);
+      else
+        CHECK(set_next == 0);
+    }
+  }
 }
 
 #endif  // KOKKOS_ENABLE_CUDA

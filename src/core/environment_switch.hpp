@@ -2,7 +2,7 @@
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP,
-// FOXRL_CLOCK_IN_PRIORITY_UPDATE):
+// FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_STACKED_ROWS):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -63,6 +63,14 @@ inline bool fused_env_step_allowed_by_environment() { return switch_on_in_enviro
 inline bool clock_in_priority_update_allowed_by_environment() {
   return switch_on_in_environment("FOXRL_CLOCK_IN_PRIORITY_UPDATE");
 }
+
+/// FOXRL_CUDA_STACKED_ROWS: a blas-backend forward on the GPU over stacked
+/// inputs whose rows follow each other in memory (the replay's s and s'
+/// rows, for the online network) as one product instead of one per block;
+/// "0" turns it off. (Host backends keep one product per block: their BLAS
+/// may sum a row in another order at another row count, and a host run
+/// gains nothing from one call less.)
+inline bool stacked_rows_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_STACKED_ROWS"); }
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

@@ -30,6 +30,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -85,6 +86,16 @@ class DenseOps {
       epilogue_ = std::make_unique<EpilogueGemm<ExecSpace>>(space, gemm().precision(), gemm().workspace());
   }
 
+  /// Whether forward() on the blas backend takes stacked inputs [X1; X2]
+  /// whose rows follow each other in memory as one product (on GPUs unless
+  /// FOXRL_CUDA_STACKED_ROWS=0, off on host backends; the portable kernel
+  /// reads both blocks in one launch anyway).
+  bool stacked_rows() const { return stacked_rows_; }
+  void set_stacked_rows(bool on) { stacked_rows_ = on; }
+  /// Products (library calls or tiled launches) forward() has issued so
+  /// far: how a caller tells one product over stacked rows from two.
+  std::int64_t forward_products() const { return forward_products_; }
+
   /// The blas backend's gemm (LogicError on the portable backend).
   RowMajorGemm<ExecSpace>& gemm() {
     if (!gemm_) throw LogicError("foxrl::DenseOps::gemm: the portable backend has no gemm");
@@ -92,11 +103,13 @@ class DenseOps {
   }
 
   /// Y[M, N] = act(X W^T + b) with X = [X1; X2] stacked by rows (X2 may be
-  /// empty; the inputs are not copied: two products into Y's two row
-  /// ranges on blas, one launch reading both on portable). W is [N, K].
+  /// empty; the inputs are not copied: on blas one product where X2's rows
+  /// follow X1's in memory (stacked_rows()), else one per block; one
+  /// launch reading both on portable). W is [N, K].
   /// With fused epilogues and a ReLU, `mask` (if given) receives the ReLU's
-  /// bitmask of X1's rows where the library can write it; returns whether
-  /// it did (backward_input_masked then takes it).
+  /// bitmask of X1's rows (of all M rows when one product takes them and
+  /// mask.rows >= M) where the library can write it; returns whether it
+  /// did (backward_input_masked then takes it).
   bool forward(const ExecSpace& space, const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2,
                const ConstMatrix<memory_space>& w, const ConstVector<memory_space>& bias, bool relu,
                const MutableMatrix<memory_space>& y, const ReluBitmask& mask = ReluBitmask()) {
@@ -123,7 +136,15 @@ class DenseOps {
       ep.relu = relu;
       kernels::tiled_gemm(space, "foxrl::kernels::dense_forward", a, kernels::transposed_operand(w), y.data(),
                           static_cast<std::ptrdiff_t>(y.stride(0)), M, N, K, ep);
+      ++forward_products_;
       return false;
+    }
+    if (M > M1 && stacked_rows_ && rows_follow(x1, x2) && (mask.bits == nullptr || mask.rows >= M)) {
+      // X2's rows start where X1's end (the replay's s' rows after its s
+      // rows): one product over all M rows instead of one per block; the
+      // bitmask, if any, then covers X2's rows too.
+      return forward(space, ConstMatrix<memory_space>(x1.data(), M, K), ConstMatrix<memory_space>(), w, bias, relu, y,
+                     mask);
     }
     const MutableMatrix<memory_space> y1 = matrix_rows(y, 0, M1), y2 = matrix_rows(y, M1, M);
     if (epilogue_) {
@@ -139,11 +160,13 @@ class DenseOps {
       if (fused) {
         epilogue_->forward(space, x1, w, bias, relu, y1, m1);
         if (M > M1) epilogue_->forward(space, x2, w, bias, relu, y2, ReluBitmask());
+        forward_products_ += M > M1 ? 2 : 1;
         return m1.bits != nullptr;
       }
     }
     gemm()(space, false, true, x1, w, y1);
     if (M > M1) gemm()(space, false, true, x2, w, y2);
+    forward_products_ += M > M1 ? 2 : 1;
     kernels::bias_activation(space, y, bias, relu);
     return false;
   }
@@ -263,6 +286,16 @@ class DenseOps {
   std::unique_ptr<EpilogueGemm<ExecSpace>> epilogue_;
   bool epilogue_masks_ = gemm_epilogue_masks_requested_by_environment();
   bool dw_in_place_ = dw_in_place_allowed_by_environment();
+  bool stacked_rows_ =
+      !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && stacked_rows_allowed_by_environment();
+  std::int64_t forward_products_ = 0;
+
+  /// Whether x2's rows start right after x1's, at the same unpadded stride
+  /// (x1.data() then holds [X1; X2] as one row-major matrix).
+  static bool rows_follow(const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2) {
+    return x1.stride(0) == x1.extent(1) && x2.stride(0) == x1.stride(0) &&
+           x2.data() == x1.data() + x1.extent(0) * x1.stride(0);
+  }
 };
 
 }  // namespace foxrl

@@ -298,8 +298,10 @@ class ReplayBuffer {
     }
     const auto rows = std::make_pair(0, batch_size);
     Batch<memory_space> out;
-    out.states = Kokkos::subview(batch_.states, rows, Kokkos::ALL);
-    out.next_states = Kokkos::subview(batch_.next_states, rows, Kokkos::ALL);
+    // s' rows right after s rows: the online network's forward at s and s'
+    // reads them as one [2B, obs_dim] input (DenseOps::forward).
+    out.states = Kokkos::subview(stacked_states_, rows, Kokkos::ALL);
+    out.next_states = Kokkos::subview(stacked_states_, std::make_pair(batch_size, 2 * batch_size), Kokkos::ALL);
     out.actions = Kokkos::subview(batch_.actions, rows);
     out.rewards = Kokkos::subview(batch_.rewards, rows);
     out.discounts = Kokkos::subview(batch_.discounts, rows);
@@ -362,8 +364,7 @@ class ReplayBuffer {
     Kokkos::deep_copy(space, s.batch_min_mass, kernels::replay_idle_batch_min_mass());
 
     const int B = config_.max_batch;
-    batch_.states = typename Batch<memory_space>::matrix(uninit("batch_states"), B, D);
-    batch_.next_states = typename Batch<memory_space>::matrix(uninit("batch_next_states"), B, D);
+    stacked_states_ = typename Batch<memory_space>::matrix(uninit("batch_states"), 2 * B, D);
     batch_.actions = Kokkos::View<std::int32_t*, memory_space>(uninit("batch_actions"), B);
     batch_.rewards = vector(uninit("batch_rewards"), B);
     batch_.discounts = vector(uninit("batch_discounts"), B);
@@ -418,7 +419,10 @@ class ReplayBuffer {
   ReplayConfig config_;
   ReplayLayout layout_;
   ReplayStorage<memory_space> storage_;
-  Batch<memory_space> batch_;  ///< max_batch-sized buffers behind every returned Batch
+  Batch<memory_space> batch_;  ///< max_batch-sized buffers behind every returned Batch (not its states)
+  /// [2 max_batch, obs_dim]: a sample of B rows puts s in rows [0, B) and s'
+  /// in rows [B, 2B), one block the online forward takes in one product.
+  typename Batch<memory_space>::matrix stacked_states_;
   std::int64_t inserted_ = 0;
   std::uint64_t sample_calls_ = 0;
   int update_team_size_ = 1;

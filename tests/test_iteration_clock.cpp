@@ -94,40 +94,49 @@ TEMPLATE_TEST_CASE("the clock-driven iteration equals the components driven by h
   check_same_tensors(clocked, reference);
 }
 
-TEMPLATE_TEST_CASE("the clock advanced inside the priority update equals its own launch", "[trainer][clock]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", "[trainer][clock]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using foxrl::test::ScopedEnvironment;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
-  INFO("env " << env);
+  // The clock's advance in the last priority update's last team; the
+  // replay's insert in the collector's one-team record.
+  const std::string lever =
+      GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"), std::string("FOXRL_INSERT_IN_RECORD"));
+  INFO("env " << env << ", " << lever);
+  const auto rides_along = [&](const foxrl::DqnTrainer<Exec>& t) {
+    return lever == "FOXRL_INSERT_IN_RECORD" ? t.inserts_in_record() : t.clock_in_priority_update();
+  };
   const foxrl::test::TempDir along_dir, own_dir;
-  // Two epochs of every iteration shape (no update, two updates; the
-  // metrics of the second go into the epoch sums with the clock).
+  // Two epochs of every iteration shape (collect only, insert, no update,
+  // two updates; the metrics of the second go into the epoch sums with the
+  // clock), around the ring with boundary evictions.
   auto config = foxrl::test::tiny_iteration_shapes_config(env, along_dir.path(), 2);
   std::vector<foxrl::EpochRecord> along, own;
   {
-    ScopedEnvironment on("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "1");
+    ScopedEnvironment on(lever.c_str(), "1");
     foxrl::DqnTrainer<Exec> t(config);
-    REQUIRE(t.clock_in_priority_update());
+    REQUIRE(rides_along(t));
     for (int e = 0; e < 2; ++e) along.push_back(t.run_epoch());
     REQUIRE(t.updates() > 20);
     t.save_checkpoint(along_dir.path());
   }
   {
     config.out_dir = own_dir.path();
-    ScopedEnvironment off("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "0");
+    ScopedEnvironment off(lever.c_str(), "0");
     foxrl::DqnTrainer<Exec> t(config);
-    REQUIRE_FALSE(t.clock_in_priority_update());
+    REQUIRE_FALSE(rides_along(t));
     for (int e = 0; e < 2; ++e) own.push_back(t.run_epoch());
     t.save_checkpoint(own_dir.path());
   }
   // The device clock drives epsilon, beta, the draws and the replay's
-  // positions: any difference in what it holds shows in the tensors.
+  // positions, and the replay holds every insert: any difference shows in
+  // the tensors.
   check_same_tensors(along_dir.path(), own_dir.path());
   for (int e = 0; e < 2; ++e) {
     INFO("epoch " << e + 1);
     // The epoch sums: the same bits through the same float-to-double adds.
     CHECK(along[e].updates == own[e].updates);
+    CHECK(along[e].experiences == own[e].experiences);
     CHECK(along[e].loss == own[e].loss);
     CHECK(along[e].mean_q == own[e].mean_q);
     CHECK(along[e].td_error == own[e].td_error);

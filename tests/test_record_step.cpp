@@ -9,6 +9,7 @@
 #include "kernels/collect/record_step.hpp"
 #include "support/device_copy.hpp"
 #include "support/test_spaces.hpp"
+#include "views/collect/transition_batch.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -41,7 +42,81 @@ std::vector<std::uint32_t> device_bits(const Exec& space, const V& v) {
   return bits_of(to_host(space, v));
 }
 
+/// Team work after the record: copies the transitions' returns the record
+/// emitted (all of them, so it sees the whole team's writes) and the
+/// observations, using its team scratch on the way.
+template <class Exec>
+struct CopyAfterRecord {
+  using Mem = typename Exec::memory_space;
+  using Scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  foxrl::TransitionBatch<Mem> from;
+  Kokkos::View<float*, Mem> rewards;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> observations;
+  std::size_t scratch_bytes() const { return Scratch::shmem_size(from.rewards.extent(0)); }
+  int team_threads() const { return 128; }
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int n = static_cast<int>(from.rewards.extent(0));
+    const int dim = static_cast<int>(from.observations.extent(1));
+    const Scratch staged(team.team_scratch(0), std::size_t(n));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) { staged(i) = from.rewards(i); });
+    team.team_barrier();
+    // Reversed: each thread copies rows another thread staged.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) { rewards(i) = staged(n - 1 - i); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n * dim),
+                         [&](const int k) { observations(k / dim, k % dim) = from.observations(k / dim, k % dim); });
+  }
+};
+
 }  // namespace
+
+TEMPLATE_TEST_CASE("work after the record sees every transition the record emitted", "[collect][record_step]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  Exec space;
+  // 8 envs: inside the one-team record; 4,096: a launch of its own after
+  // the two record launches.
+  const int envs = GENERATE(8, 4096);
+  const int dim = 4, n = 1;
+  INFO(envs << " envs");
+  foxrl::EpisodeStats<Exec> stats(space, envs);
+  foxrl::NStepAccumulator<Exec> nstep(space, envs, dim, n, 0.9f);
+  std::mt19937 rng(5u);
+  std::uniform_real_distribution<float> value(-2.f, 2.f);
+  for (int t = 0; t < 3; ++t) {
+    INFO("step " << t);
+    std::vector<float> obs(std::size_t(envs) * dim), next(std::size_t(envs) * dim), rewards(envs);
+    for (auto& v : obs) v = value(rng);
+    for (auto& v : next) v = value(rng);
+    for (auto& v : rewards) v = value(rng);
+    const auto d_obs = to_device(space, obs, envs, dim);
+    const auto d_next = to_device(space, next, envs, dim);
+    const auto d_rewards = to_device(space, rewards);
+    const auto d_actions = to_device(space, std::vector<std::int32_t>(envs, 1));
+    const auto d_term = to_device(space, std::vector<std::uint8_t>(envs, t == 1 ? 1 : 0));
+    const auto d_trunc = to_device(space, std::vector<std::uint8_t>(envs, 0));
+    const typename foxrl::NStepAccumulator<Exec>::StepRecord step{d_obs, d_actions, d_rewards, d_term, d_trunc, d_next};
+    CopyAfterRecord<Exec> after;
+    after.from = nstep.output();
+    after.rewards = Kokkos::View<float*, Mem>("foxrl::test::after_rewards", envs);
+    after.observations = Kokkos::View<float**, Kokkos::LayoutRight, Mem>("foxrl::test::after_obs", envs, dim);
+    const auto stats_step = stats.step_of(d_rewards, d_term, d_trunc);
+    const bool emitted =
+        nstep.push_with(step, foxrl::kernels::CounterRead::host(nstep.steps_pushed()),
+                        [&](const auto& record) { foxrl::kernels::record_step(space, stats_step, record, after); });
+    REQUIRE(emitted);  // n = 1: every step
+    const auto out_rewards = to_host(space, nstep.output().rewards);
+    const auto copied = to_host(space, after.rewards);
+    int wrong = 0;
+    for (int i = 0; i < envs; ++i) wrong += copied(envs - 1 - i) != out_rewards(i) ? 1 : 0;
+    CHECK(wrong == 0);
+    // The returns of a 1-step window are the step's rewards.
+    CHECK(bits_of(out_rewards) == bits_of(to_host(space, d_rewards)));
+    CHECK(device_bits(space, after.observations) == device_bits(space, nstep.output().observations));
+    CHECK(device_bits(space, after.observations) == bits_of(to_host(space, d_obs)));
+  }
+}
 
 TEST_CASE("record_step_in_one_team takes up to 2,048 envs and 8,192 elements", "[collect][record_step]") {
   CHECK(foxrl::kernels::record_step_in_one_team(8, 4));

@@ -64,14 +64,20 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   const int rounds = GENERATE(1, 2);
-  const char* clock_along = GENERATE("1", "0");
-  INFO("env " << env << ", " << rounds << " updates per iteration, FOXRL_CLOCK_IN_PRIORITY_UPDATE " << clock_along);
-  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", clock_along);
+  // The work that rides along in other launches (the clock's advance, the
+  // replay's insert), all on or all off.
+  const char* ride_along = GENERATE("1", "0");
+  INFO("env " << env << ", " << rounds << " updates per iteration, riding along " << ride_along);
+  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", ride_along);
+  const foxrl::test::ScopedEnvironment insert_switch("FOXRL_INSERT_IN_RECORD", ride_along);
   auto config = audit_config(env);
   config.updates_per_iteration = rounds;
   foxrl::DqnTrainer<Exec> trainer(config);
   const bool along = trainer.clock_in_priority_update();
-  REQUIRE(along == (std::string(clock_along) == "1"));
+  const bool insert_along = trainer.inserts_in_record();
+  REQUIRE(along == (std::string(ride_along) == "1"));
+  // 8 envs: one team records a step, and one team inserts it.
+  REQUIRE(insert_along == along);
   const auto id = foxrl::tools_device_id(trainer.context().space());
   // Past learning_starts (and the n-step warm-up) before the audited one.
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
@@ -99,11 +105,14 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // 8 envs: the episode statistics and the n-step record are one launch.
   CHECK_FALSE(launched(record, "foxrl::NStep::record_step_and_emit"));
   CHECK_FALSE(launched(record, "foxrl::EpisodeStats::record"));
-  for (const char* name : {"foxrl::Collector::record_step", "foxrl::Replay::insert", "foxrl::Replay::sample",
-                           "foxrl::Replay::update_priorities"}) {
+  for (const char* name :
+       {"foxrl::Collector::record_step", "foxrl::Replay::sample", "foxrl::Replay::update_priorities"}) {
     INFO("launch " << name);
     CHECK(launched(record, name));
   }
+  // The insert rides along in the record's launch, or takes one of its own.
+  CHECK(launched(record, "foxrl::Replay::insert") == !insert_along);
+  CHECK_FALSE(launched(record, "foxrl::Collector::after_record"));
   // The clock's advance rides along in the last priority update's launch,
   // or takes one of its own.
   CHECK(launched(record, "foxrl::IterationClock::advance") == !along);
@@ -123,7 +132,8 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // profiling regions included (the global fences Kokkos 4 adds around
   // every callback of an attached tool exist only because a tool is
   // attached; the audit leaves them out).
-  std::vector<std::string> phases{"foxrl::DqnTrainer::collect", "foxrl::DqnTrainer::insert"};
+  std::vector<std::string> phases{"foxrl::DqnTrainer::collect"};
+  if (!insert_along) phases.push_back("foxrl::DqnTrainer::insert");
   for (int u = 0; u < rounds; ++u) {
     phases.push_back("foxrl::DqnTrainer::sample");
     phases.push_back("foxrl::DqnTrainer::update");
@@ -145,13 +155,15 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
                    "[audit][trainer][regions]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
-  const char* clock_along = GENERATE("1", "0");
-  INFO("env " << env << ", FOXRL_CLOCK_IN_PRIORITY_UPDATE " << clock_along);
-  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", clock_along);
+  const char* ride_along = GENERATE("1", "0");
+  INFO("env " << env << ", riding along " << ride_along);
+  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", ride_along);
+  const foxrl::test::ScopedEnvironment insert_switch("FOXRL_INSERT_IN_RECORD", ride_along);
   auto config = audit_config(env);
   config.iterations_per_epoch = 2;
   foxrl::DqnTrainer<Exec> trainer(config);
   const bool along = trainer.clock_in_priority_update();
+  const bool insert_along = trainer.inserts_in_record();
   const auto id = foxrl::tools_device_id(trainer.context().space());
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
   trainer.context().fence("test::warm");
@@ -160,7 +172,10 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   const auto record = foxrl::audit([&] { trainer.run_epoch(); });
   REQUIRE(trainer.updates() == updates_before + 2);
   const std::string p = "foxrl::DqnTrainer::";
-  std::vector<std::string> iteration = {p + "collect", p + "insert", p + "sample", p + "update"};
+  std::vector<std::string> iteration = {p + "collect"};
+  if (!insert_along) iteration.push_back(p + "insert");
+  iteration.push_back(p + "sample");
+  iteration.push_back(p + "update");
   if (!along) iteration.push_back(p + "clock");
   std::vector<std::string> expected = {p + "epoch_bookkeeping"};
   for (int it = 0; it < 2; ++it) expected.insert(expected.end(), iteration.begin(), iteration.end());
@@ -200,7 +215,8 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   const std::pair<const char*, std::string> homes[] = {
       {env_step, p + "collect"},
       {"foxrl::Collector::record_step", p + "collect"},
-      {"foxrl::Replay::insert", p + "insert"},
+      {insert_along ? "foxrl::Collector::record_step" : "foxrl::Replay::insert",
+       insert_along ? p + "collect" : p + "insert"},
       {"foxrl::Replay::sample", p + "sample"},
       {"foxrl::Replay::update_priorities", p + "update"},
       {along ? "foxrl::Replay::update_priorities" : "foxrl::IterationClock::advance",

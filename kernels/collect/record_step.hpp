@@ -13,7 +13,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace foxrl::kernels {
 
@@ -28,6 +30,25 @@ inline bool record_step_in_one_team(int num_envs, int obs_dim) {
          static_cast<std::int64_t>(num_envs) * obs_dim <= record_step_one_team_elements;
 }
 
+/// No team work after the record (record_step's default).
+struct NothingAfterRecord {
+  std::size_t scratch_bytes() const { return 0; }
+  int team_threads() const { return 1; }
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member&) const {}
+};
+
+/// `after(team)` once the team's record is complete (nothing, and no
+/// barrier, for NothingAfterRecord).
+template <class Member, class After>
+KOKKOS_INLINE_FUNCTION void run_after_record(const Member& team, const After& after) {
+  // The transitions the record emitted, complete for the whole team.
+  team.team_barrier();
+  after(team);
+}
+template <class Member>
+KOKKOS_INLINE_FUNCTION void run_after_record(const Member&, const NothingAfterRecord&) {}
+
 /// Records one step: `stats` (episode_stats_record) and `nstep`
 /// (record_step_and_emit), with the same results. When
 /// record_step_in_one_team says so, one launch of one team
@@ -35,28 +56,43 @@ inline bool record_step_in_one_team(int num_envs, int obs_dim) {
 /// its threads, then the statistics' team scan. The two touch disjoint
 /// Views and only read the step's rewards and flags, so no barrier is
 /// needed between them.
-template <int Window, class ExecSpace, class MemorySpace>
+/// `after(team)` then runs in the same team once the record is complete
+/// (e.g. the replay's insert of the transitions it emitted, which a launch
+/// of its own would add as one more node to the iteration's chain); it
+/// needs after.scratch_bytes() of level-0 team scratch and runs best on
+/// after.team_threads() threads (the team takes up to that many). With more envs,
+/// `after` gets a one-team launch of its own ("foxrl::Collector::after_record").
+template <int Window, class ExecSpace, class MemorySpace, class After = NothingAfterRecord>
 void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& stats,
-                 const NStepRecord<MemorySpace>& nstep) {
+                 const NStepRecord<MemorySpace>& nstep, const After& after = After()) {
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool work_after = !std::is_same_v<After, NothingAfterRecord>;
   const int num_envs = static_cast<int>(stats.running.extent(0));
   if (!record_step_in_one_team(num_envs, nstep.dim)) {
     episode_stats_record<Window, ExecSpace>(space, stats);
     record_step_and_emit(space, nstep);
+    if constexpr (work_after) {
+      Policy policy(space, 1, power_of_two_team(space, after, after.team_threads()));
+      policy.set_scratch_size(0, Kokkos::PerTeam(after.scratch_bytes()));
+      Kokkos::parallel_for("foxrl::Collector::after_record", compat::light(policy), after);
+    }
     return;
   }
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using Member = typename Policy::member_type;
   const std::int64_t elements = nstep.count();
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, elements), [&](const std::int64_t flat) { nstep(flat); });
     stats.record_in_team(team);
+    run_after_record(team, after);
   };
-  const std::int64_t work = elements > num_envs ? elements : num_envs;
+  std::int64_t work = elements > num_envs ? elements : num_envs;
+  if (work < after.team_threads()) work = after.team_threads();
   // Both functors' Views make the body larger than 512 B: as a kernel argument
   // (compat::light), not through constant memory, whose host wait on the
   // previous such launch breaks the iteration graph's capture.
-  Kokkos::parallel_for("foxrl::Collector::record_step",
-                       compat::light(Policy(space, 1, power_of_two_team(space, body, work))), body);
+  Policy policy(space, 1, power_of_two_team(space, body, work));
+  if constexpr (work_after) policy.set_scratch_size(0, Kokkos::PerTeam(after.scratch_bytes()));
+  Kokkos::parallel_for("foxrl::Collector::record_step", compat::light(policy), body);
 }
 
 }  // namespace foxrl::kernels

@@ -137,6 +137,18 @@ struct ReplayInsertFunctor {
     refresh_above_level_one(team, at, buf);
   }
 
+  /// The whole insert by one team: team 0's work, then every copy team's
+  /// rows (the two touch disjoint data, so one team may run them in turn).
+  /// For a launch of another component's that runs the insert after its own
+  /// work (the collector's one-team record, kernels/collect/record_step.hpp).
+  /// Needs !spread and scratch_bytes(refresh_groups) of team scratch (level 0).
+  KOKKOS_INLINE_FUNCTION void whole_in_team(const member_type& team) const {
+    const Position at = position();
+    const Scratch buf(team.team_scratch(0), std::size_t(refresh_groups) * sum_tree_fanout);
+    update_slots_and_tree(team, at, buf);
+    for (int chunk = 0; chunk * rows_per_team < layout.num_envs; ++chunk) copy_rows(team, chunk, at);
+  }
+
   KOKKOS_INLINE_FUNCTION void copy_rows(const member_type& team, int chunk, const Position& at) const {
     const int first = chunk * rows_per_team;
     const int last = first + rows_per_team < layout.num_envs ? first + rows_per_team : layout.num_envs;

@@ -65,6 +65,16 @@ class ExperienceCollector {
     return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed);
   }
 
+  /// The same, with `after(team)` run once the step's record is complete,
+  /// in the record's own launch where one team records (a few envs), else in
+  /// a one-team launch of its own (kernels::record_step): e.g. the replay's
+  /// insert of what the step emitted (ReplayBuffer::insert_in_team).
+  template <class After>
+  bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed,
+            const After& after) {
+    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed, after);
+  }
+
   /// The host side of a step whose launches ran in a replayed graph.
   void count_replayed_step() noexcept { nstep_.count_replayed_push(); }
 
@@ -81,8 +91,9 @@ class ExperienceCollector {
   /// observations acted on in acted_on_ for the n-step record, both inside
   /// the env's own launch: a selection launch and a copy beforehand would
   /// each be one more node on the iteration's chain.
+  template <class After = kernels::NothingAfterRecord>
   bool step_then_push(const ExecSpace& space, const kernels::EpsilonGreedyChoice<memory_space>& choice,
-                      kernels::CounterRead nstep_pushed) {
+                      kernels::CounterRead nstep_pushed, const After& after = After()) {
     obs_view network_input = env_.observations();
     if (adapter_ != nullptr) {
       adapter_->process(space, env_.observations(), normalized_);
@@ -99,7 +110,7 @@ class ExperienceCollector {
     const auto stats_step = stats_.step_of(result.rewards, result.terminated, result.truncated);
     return nstep_.push_with(
         {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed, [&](const auto& record) { kernels::record_step(space, stats_step, record); });
+        nstep_pushed, [&](const auto& record) { kernels::record_step(space, stats_step, record, after); });
   }
 
   VectorEnv<ExecSpace>& env_;

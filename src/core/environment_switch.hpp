@@ -2,7 +2,8 @@
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP,
-// FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_STACKED_ROWS):
+// FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_STACKED_ROWS,
+// FOXRL_INSERT_IN_RECORD):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -63,6 +64,12 @@ inline bool fused_env_step_allowed_by_environment() { return switch_on_in_enviro
 inline bool clock_in_priority_update_allowed_by_environment() {
   return switch_on_in_environment("FOXRL_CLOCK_IN_PRIORITY_UPDATE");
 }
+
+/// FOXRL_INSERT_IN_RECORD: with a few envs (the collector's record of a
+/// step in one team), the replay's insert of the step's transitions runs in
+/// that team after the record instead of a launch of its own; "0" turns it
+/// off. Every backend.
+inline bool insert_in_record_allowed_by_environment() { return switch_on_in_environment("FOXRL_INSERT_IN_RECORD"); }
 
 /// FOXRL_CUDA_STACKED_ROWS: a blas-backend forward on the GPU over stacked
 /// inputs whose rows follow each other in memory (the replay's s and s'

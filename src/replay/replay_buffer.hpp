@@ -93,20 +93,40 @@ class ReplayBuffer {
   /// The same with the kernel reading the insert count from `inserted`.
   void insert(const ExecSpace& space, const TransitionBatch<memory_space>& batch, kernels::CounterRead inserted) {
     check_batch(batch);
-    kernels::ReplayInsertFunctor<ExecSpace> functor;
-    functor.layout = layout_;
-    functor.storage = storage_;
-    functor.batch = batch;
-    functor.inserted = inserted;
-    functor.alpha = config_.alpha;
-    functor.rows_per_team = insert_rows_per_team_;
-    functor.refresh_groups = insert_refresh_groups_;
-    functor.skip_unchanged = unchanged_mass_shortcuts_;
-    functor.spread = insert_spread_;
     const int chunks = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_;
-    kernels::replay_insert(space, functor, chunks, insert_team_size_);
+    kernels::replay_insert(space, insert_functor(batch, inserted), chunks, insert_team_size_);
     inserted_ += config_.num_envs;
   }
+
+  /// The insert of `batch` as work for one team of another launch
+  /// (kernels::ReplayInsertFunctor::whole_in_team; the collector runs it in
+  /// its one-team record: kernels::record_step's `after`), the same writes
+  /// as insert(). Only where insert_fits_one_team(). Counts the insert: the
+  /// caller must launch it.
+  struct InsertInTeam {
+    using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+    kernels::ReplayInsertFunctor<ExecSpace> insert;
+    int threads = 1;  ///< the insert's own team size
+    std::size_t scratch_bytes() const {
+      return kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert.refresh_groups);
+    }
+    int team_threads() const { return threads; }
+    KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const { insert.whole_in_team(team); }
+  };
+  InsertInTeam insert_in_team(const TransitionBatch<memory_space>& batch, kernels::CounterRead inserted) {
+    if (!insert_fits_one_team())
+      throw LogicError("foxrl::ReplayBuffer::insert_in_team: an insert of " + std::to_string(config_.num_envs) +
+                       " rows spreads over several teams");
+    check_batch(batch);
+    InsertInTeam in;
+    in.insert = insert_functor(batch, inserted);
+    in.threads = insert_team_size_;
+    inserted_ += config_.num_envs;
+    return in;
+  }
+  /// Whether one team does all of an insert (no tree work spread over copy
+  /// teams): insert_in_team() takes it then.
+  bool insert_fits_one_team() const { return !insert_spread_; }
 
   /// Draws `batch_size` transitions by stratified proportional sampling
   /// (draw k uniform in stratum k of the total mass, counter-based RNG of
@@ -370,6 +390,21 @@ class ReplayBuffer {
     batch_.discounts = vector(uninit("batch_discounts"), B);
     batch_.indices = Kokkos::View<std::int64_t*, memory_space>(uninit("batch_indices"), B);
     batch_.is_weights = vector(uninit("batch_is_weights"), B);
+  }
+
+  kernels::ReplayInsertFunctor<ExecSpace> insert_functor(const TransitionBatch<memory_space>& batch,
+                                                         kernels::CounterRead inserted) const {
+    kernels::ReplayInsertFunctor<ExecSpace> functor;
+    functor.layout = layout_;
+    functor.storage = storage_;
+    functor.batch = batch;
+    functor.inserted = inserted;
+    functor.alpha = config_.alpha;
+    functor.rows_per_team = insert_rows_per_team_;
+    functor.refresh_groups = insert_refresh_groups_;
+    functor.skip_unchanged = unchanged_mass_shortcuts_;
+    functor.spread = insert_spread_;
+    return functor;
   }
 
   void choose_team_sizes(const ExecSpace& space) {

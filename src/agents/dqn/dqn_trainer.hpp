@@ -55,6 +55,7 @@
 #include "dist/replica_check.hpp"
 #include "envs/vector_env.hpp"
 #include "kernels/agents/dqn/epoch_metric_sums.hpp"
+#include "kernels/collect/record_step.hpp"
 #include "kernels/replay/beta_schedule.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
@@ -370,6 +371,14 @@ class DqnTrainer {
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }
+  /// Whether an iteration's replay insert runs inside the collector's
+  /// record launch (a few envs, one team each; FOXRL_INSERT_IN_RECORD=0
+  /// turns it off): no "foxrl::Replay::insert" launch or
+  /// "foxrl::DqnTrainer::insert" phase of its own.
+  bool inserts_in_record() const {
+    return insert_in_record_ && replay_->insert_fits_one_team() &&
+           kernels::record_step_in_one_team(static_cast<int>(config_.num_envs), env_->obs_dim());
+  }
   /// Whether an iteration with updates advances the device clock inside its
   /// last priority update's launch (no "foxrl::IterationClock::advance"
   /// launch or "foxrl::DqnTrainer::clock" phase of its own).
@@ -437,11 +446,19 @@ class DqnTrainer {
   /// The launches of one iteration (and their components' host counters;
   /// a graph replay does those in iterate()).
   void launch_iteration(const ExecSpace& space, bool finished, std::int64_t rounds, const typename Clock::Values& by) {
+    const bool insert_in_record = finished && inserts_in_record();
     {
       compat::ScopedRegion region("foxrl::DqnTrainer::collect");
-      collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed));
+      if (insert_in_record) {
+        // The insert rides along in the collector's one-team record: one
+        // node fewer on the iteration's chain.
+        collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed),
+                         replay_->insert_in_team(collector_->nstep().output(), clock_->read(Clock::replay_inserted)));
+      } else {
+        collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed));
+      }
     }
-    if (finished) {
+    if (finished && !insert_in_record) {
       compat::ScopedRegion region("foxrl::DqnTrainer::insert");
       replay_->insert(space, collector_->nstep().output(), clock_->read(Clock::replay_inserted));
     }
@@ -513,6 +530,9 @@ class DqnTrainer {
   /// The clock's advance inside the last priority update's launch
   /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE=0: a launch of its own).
   bool clock_in_priority_update_ = clock_in_priority_update_allowed_by_environment();
+  /// The replay insert inside the collector's one-team record
+  /// (FOXRL_INSERT_IN_RECORD=0: a launch of its own).
+  bool insert_in_record_ = insert_in_record_allowed_by_environment();
   std::string run_id_ = RunIdentity::new_run_id();
   std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank

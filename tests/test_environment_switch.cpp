@@ -26,7 +26,8 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_FUSED_ENV_STEP", &foxrl::fused_env_step_allowed_by_environment},
       {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
       {"FOXRL_CUDA_STACKED_ROWS", &foxrl::stacked_rows_allowed_by_environment},
-      {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment}};
+      {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment},
+      {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {

@@ -99,11 +99,14 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   using foxrl::test::ScopedEnvironment;
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   // The clock's advance in the last priority update's last team; the
-  // replay's insert in the collector's one-team record.
-  const std::string lever =
-      GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"), std::string("FOXRL_INSERT_IN_RECORD"));
+  // replay's insert in the collector's one-team record; the batch's
+  // normalisation in the replay sample (the market's signal adapter).
+  const std::string lever = GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"),
+                                     std::string("FOXRL_INSERT_IN_RECORD"), std::string("FOXRL_NORMALIZE_IN_SAMPLE"));
   INFO("env " << env << ", " << lever);
+  if (lever == "FOXRL_NORMALIZE_IN_SAMPLE" && env != "market") return;  // no adapter
   const auto rides_along = [&](const foxrl::DqnTrainer<Exec>& t) {
+    if (lever == "FOXRL_NORMALIZE_IN_SAMPLE") return t.normalizes_in_sample();
     return lever == "FOXRL_INSERT_IN_RECORD" ? t.inserts_in_record() : t.clock_in_priority_update();
   };
   const foxrl::test::TempDir along_dir, own_dir;

@@ -70,6 +70,7 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   INFO("env " << env << ", " << rounds << " updates per iteration, riding along " << ride_along);
   const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", ride_along);
   const foxrl::test::ScopedEnvironment insert_switch("FOXRL_INSERT_IN_RECORD", ride_along);
+  const foxrl::test::ScopedEnvironment normalize_switch("FOXRL_NORMALIZE_IN_SAMPLE", ride_along);
   auto config = audit_config(env);
   config.updates_per_iteration = rounds;
   foxrl::DqnTrainer<Exec> trainer(config);
@@ -112,6 +113,14 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   }
   // The insert rides along in the record's launch, or takes one of its own.
   CHECK(launched(record, "foxrl::Replay::insert") == !insert_along);
+  // The market's batch is normalised by the sample's gather, or in a pass
+  // of its own after each sample.
+  int batch_normalizations = 0;
+  for (const auto& l : record.launches)
+    if (l.name == "foxrl::SignalAdapter::normalize" && phase_of(l) == "foxrl::DqnTrainer::sample")
+      ++batch_normalizations;
+  CHECK(trainer.normalizes_in_sample() == (env == "market" && along));
+  CHECK(batch_normalizations == (env == "market" && !along ? rounds : 0));
   CHECK_FALSE(launched(record, "foxrl::Collector::after_record"));
   // The clock's advance rides along in the last priority update's launch,
   // or takes one of its own.

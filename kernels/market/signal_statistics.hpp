@@ -134,20 +134,38 @@ void signal_statistics_update(const ExecSpace& space, const SignalStatisticsUpda
   Kokkos::parallel_for("foxrl::SignalAdapter::update", compat::light(policy), f);
 }
 
-/// out1 = clip((raw1 - mean) / sqrt(var + eps), -clip, clip) per feature
-/// whose mask is set (var = m2 / count; mean 0 and var 1 before any
-/// count), then the same for the rows of raw2 into out2 (may be empty).
-/// One launch ("foxrl::SignalAdapter::normalize").
+/// One feature's normalisation with the statistics as they are when a
+/// kernel runs: clip((x - mean) / sqrt(var + eps), -clip, clip) where the
+/// feature's mask is set (var = m2 / count; mean 0 and var 1 before any
+/// count), x itself elsewhere. The one formula of signal_normalize and of
+/// the replay sample's gather (kernels::ReplaySampleFunctor's transform).
+template <class MemorySpace>
+struct SignalNormalizeElement {
+  Kokkos::View<const double*, MemorySpace> count, mean, m2;
+  Kokkos::View<const std::uint8_t*, MemorySpace> mask;
+  float clip = 0.0f;
+  double eps = 0.0;
+
+  KOKKOS_INLINE_FUNCTION float operator()(int d, float x) const {
+    if (!mask(d)) return x;
+    const double c = count(d);
+    const double mu = c > 0 ? mean(d) : 0.0;
+    const double var = c > 0 ? m2(d) / c : 1.0;
+    const float y = static_cast<float>((x - mu) / math::sqrt(var + eps));
+    return y > clip ? clip : (y < -clip ? -clip : y);
+  }
+};
+
+/// out1 = f(raw1) element by element (SignalNormalizeElement), then the
+/// same for the rows of raw2 into out2 (may be empty). One launch
+/// ("foxrl::SignalAdapter::normalize").
 template <class ExecSpace, class MemorySpace>
-void signal_normalize(const ExecSpace& space, const Kokkos::View<const double*, MemorySpace>& count,
-                      const Kokkos::View<const double*, MemorySpace>& mean,
-                      const Kokkos::View<const double*, MemorySpace>& m2,
-                      const Kokkos::View<const std::uint8_t*, MemorySpace>& mask, float clip, double eps,
+void signal_normalize(const ExecSpace& space, const SignalNormalizeElement<MemorySpace>& f,
                       const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& raw1,
                       const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& out1,
                       const Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>& raw2,
                       const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& out2) {
-  const int D = static_cast<int>(mask.extent(0));
+  const int D = static_cast<int>(f.mask.extent(0));
   const int n1 = static_cast<int>(raw1.extent(0));
   const int n = n1 + static_cast<int>(raw2.extent(0));
   if (n == 0) return;
@@ -155,20 +173,10 @@ void signal_normalize(const ExecSpace& space, const Kokkos::View<const double*, 
       "foxrl::SignalAdapter::normalize", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
       KOKKOS_LAMBDA(int idx) {
         const int i = idx / D, d = idx % D;
-        const bool first = i < n1;
-        const float x = first ? raw1(i, d) : raw2(i - n1, d);
-        float y = x;
-        if (mask(d)) {
-          const double c = count(d);
-          const double mu = c > 0 ? mean(d) : 0.0;
-          const double var = c > 0 ? m2(d) / c : 1.0;
-          y = static_cast<float>((x - mu) / math::sqrt(var + eps));
-          y = y > clip ? clip : (y < -clip ? -clip : y);
-        }
-        if (first)
-          out1(i, d) = y;
+        if (i < n1)
+          out1(i, d) = f(d, raw1(i, d));
         else
-          out2(i - n1, d) = y;
+          out2(i - n1, d) = f(d, raw2(i - n1, d));
       });
 }
 

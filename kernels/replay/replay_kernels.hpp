@@ -58,7 +58,16 @@ KOKKOS_INLINE_FUNCTION std::int32_t replay_idle_batch_min_mass() { return detail
 /// Under uniform replay with no quarantined slot (unit_masses) a draw is the
 /// floor of its target and every weight is 1: one line read, no descent and
 /// no last team.
-template <class ExecSpace>
+/// The replay sample's observations as stored (ReplaySampleFunctor's default
+/// transform).
+struct KeepObservation {
+  KOKKOS_INLINE_FUNCTION float operator()(int, float x) const { return x; }
+};
+
+/// `Transform`: f(component, value) applied to every observation component
+/// the gather writes (e.g. the signal adapter's normalisation,
+/// SignalNormalizeElement, instead of a pass of its own over the batch).
+template <class ExecSpace, class Transform = KeepObservation>
 struct ReplaySampleFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -79,6 +88,7 @@ struct ReplaySampleFunctor {
   /// draws take sum_tree_unit_draw (the same slots, no descent) and every
   /// weight is 1 (no last-team pass). False: always the descent.
   bool unit_masses = false;
+  Transform transform = {};
 
   /// Scratch bytes per team of `rows` draws.
   static std::size_t scratch_bytes(int rows) { return 2 * scratch_rows::shmem_size(rows); }
@@ -141,9 +151,10 @@ struct ReplaySampleFunctor {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * dim), [&](const int idx) {
       const int r = idx / dim;
       const int c = idx - r * dim;
-      o.states(first + r, c) = st.observations(state_row(r), c);
+      o.states(first + r, c) = transform(c, st.observations(state_row(r), c));
       const std::int64_t src = next_src(r);
-      o.next_states(first + r, c) = src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c);
+      o.next_states(first + r, c) =
+          transform(c, src >= 0 ? st.observations(src, c) : st.boundary_observations(-src - 1, c));
     });
     if (gather || units) return;
 
@@ -356,11 +367,12 @@ struct ReplayUpdateFunctor {
 /// Launches one sample or gather (`label`: "foxrl::Replay::sample" or
 /// "foxrl::Replay::gather"): `league` teams of `team_size` threads, each
 /// with the scratch of f.rows_per_team draws.
-template <class ExecSpace>
-void replay_sample(const ExecSpace& space, const ReplaySampleFunctor<ExecSpace>& f, int league, int team_size,
-                   const char* label) {
+template <class ExecSpace, class Transform>
+void replay_sample(const ExecSpace& space, const ReplaySampleFunctor<ExecSpace, Transform>& f, int league,
+                   int team_size, const char* label) {
   Kokkos::TeamPolicy<ExecSpace> policy(space, league, team_size);
-  policy.set_scratch_size(0, Kokkos::PerTeam(ReplaySampleFunctor<ExecSpace>::scratch_bytes(f.rows_per_team)));
+  policy.set_scratch_size(0,
+                          Kokkos::PerTeam(ReplaySampleFunctor<ExecSpace, Transform>::scratch_bytes(f.rows_per_team)));
   Kokkos::parallel_for(label, compat::light(policy), f);
 }
 

@@ -3,7 +3,7 @@
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP,
 // FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_STACKED_ROWS,
-// FOXRL_INSERT_IN_RECORD):
+// FOXRL_INSERT_IN_RECORD, FOXRL_NORMALIZE_IN_SAMPLE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
@@ -70,6 +70,13 @@ inline bool clock_in_priority_update_allowed_by_environment() {
 /// that team after the record instead of a launch of its own; "0" turns it
 /// off. Every backend.
 inline bool insert_in_record_allowed_by_environment() { return switch_on_in_environment("FOXRL_INSERT_IN_RECORD"); }
+
+/// FOXRL_NORMALIZE_IN_SAMPLE: with a signal adapter (the market), the
+/// replay sample writes the batch's observations normalised instead of a
+/// normalisation pass of its own over them; "0" turns it off. Every backend.
+inline bool normalize_in_sample_allowed_by_environment() {
+  return switch_on_in_environment("FOXRL_NORMALIZE_IN_SAMPLE");
+}
 
 /// FOXRL_CUDA_STACKED_ROWS: a blas-backend forward on the GPU over stacked
 /// inputs whose rows follow each other in memory (the replay's s and s'

@@ -124,8 +124,15 @@ class SignalAdapter {
   /// empty): the unchecked form of normalize and normalize_in_place.
   void launch_normalize(const ExecSpace& space, const const_obs_view& raw1, const obs_view& out1,
                         const const_obs_view& raw2, const obs_view& out2) const {
-    kernels::signal_normalize(space, count(), mean(), m2(), Kokkos::View<const std::uint8_t*, memory_space>(mask_),
-                              config_.clip, config_.epsilon, raw1, out1, raw2, out2);
+    kernels::signal_normalize(space, element_normalizer(), raw1, out1, raw2, out2);
+  }
+
+  /// The normalisation of one feature as a device functor f(d, x), reading
+  /// the statistics when its kernel runs: what normalize() applies, for a
+  /// kernel that writes observations anyway (the replay sample's gather).
+  kernels::SignalNormalizeElement<memory_space> element_normalizer() const {
+    return {count(),      mean(),         m2(), Kokkos::View<const std::uint8_t*, memory_space>(mask_),
+            config_.clip, config_.epsilon};
   }
 
   /// update (unless frozen) then normalize: the per-iteration call.

@@ -142,13 +142,18 @@ class ReplayBuffer {
   }
 
   /// The same with beta = `beta` at the update count `beta_clock` and the
-  /// buffer's counters read from `at` when the kernel runs.
+  /// buffer's counters read from `at` when the kernel runs, and every
+  /// observation component the batch receives passed through
+  /// `transform(component, value)` (a device functor; e.g. the signal
+  /// adapter's normalisation, SignalAdapter::element_normalizer).
+  template <class Transform = kernels::KeepObservation>
   Batch<memory_space> sample(const ExecSpace& space, int batch_size, const kernels::BetaSchedule& beta,
-                             kernels::CounterRead beta_clock, const CounterReads& at) {
+                             kernels::CounterRead beta_clock, const CounterReads& at,
+                             const Transform& transform = Transform()) {
     if (!(beta.start >= 0.0)) {
       throw UsageError("foxrl::ReplayBuffer::sample: beta must be >= 0, got " + std::to_string(beta.start));
     }
-    return launch_sample(space, batch_size, beta, beta_clock, at, index_view(), "foxrl::Replay::sample");
+    return launch_sample(space, batch_size, beta, beta_clock, at, index_view(), "foxrl::Replay::sample", transform);
   }
 
   /// Counts an insert, or a sample call, whose launch ran in a replayed graph.
@@ -306,9 +311,10 @@ class ReplayBuffer {
     if (b.next_is_successor.extent(0) != n) fail("next_is_successor", b.next_is_successor.extent(0), n);
   }
 
+  template <class Transform = kernels::KeepObservation>
   Batch<memory_space> launch_sample(const ExecSpace& space, int batch_size, const kernels::BetaSchedule& beta,
                                     kernels::CounterRead beta_clock, const CounterReads& at, const index_view& given,
-                                    const char* label) {
+                                    const char* label, const Transform& transform = Transform()) {
     if (batch_size < 1 || batch_size > config_.max_batch) {
       throw LogicError(std::string(label) + ": batch size " + std::to_string(batch_size) +
                        " outside [1, max_batch = " + std::to_string(config_.max_batch) + "]");
@@ -328,7 +334,8 @@ class ReplayBuffer {
     out.indices = Kokkos::subview(batch_.indices, rows);
     out.is_weights = Kokkos::subview(batch_.is_weights, rows);
 
-    kernels::ReplaySampleFunctor<ExecSpace> functor;
+    kernels::ReplaySampleFunctor<ExecSpace, Transform> functor;
+    functor.transform = transform;
     functor.layout = layout_;
     functor.storage = storage_;
     functor.out = out;

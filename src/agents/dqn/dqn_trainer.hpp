@@ -371,6 +371,10 @@ class DqnTrainer {
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
   VectorEnv<ExecSpace>& env() { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }
+  /// Whether the sampled batch is normalised by the replay sample's gather
+  /// (runs with a signal adapter; FOXRL_NORMALIZE_IN_SAMPLE=0 turns it off):
+  /// no "foxrl::SignalAdapter::normalize" launch in the sample phase.
+  bool normalizes_in_sample() const { return adapter_.has_value() && normalize_in_sample_; }
   /// Whether an iteration's replay insert runs inside the collector's
   /// record launch (a few envs, one team each; FOXRL_INSERT_IN_RECORD=0
   /// turns it off): no "foxrl::Replay::insert" launch or
@@ -496,7 +500,12 @@ class DqnTrainer {
               kernels::CounterRead updates_before, bool add_metrics, const Then& then = Then()) {
     const auto batch = [&] {
       compat::ScopedRegion region("foxrl::DqnTrainer::sample");
-      auto b = replay_->sample(space, static_cast<int>(config_.batch_size), beta_schedule(), updates_before, at);
+      const int B = static_cast<int>(config_.batch_size);
+      // The market's batch normalised as the sample gathers it, or in a
+      // pass of its own.
+      if (normalizes_in_sample())
+        return replay_->sample(space, B, beta_schedule(), updates_before, at, adapter_->element_normalizer());
+      auto b = replay_->sample(space, B, beta_schedule(), updates_before, at);
       if (adapter_) adapter_->normalize_in_place(space, b.states, b.next_states);
       return b;
     }();
@@ -533,6 +542,9 @@ class DqnTrainer {
   /// The replay insert inside the collector's one-team record
   /// (FOXRL_INSERT_IN_RECORD=0: a launch of its own).
   bool insert_in_record_ = insert_in_record_allowed_by_environment();
+  /// The batch normalised in the replay sample (FOXRL_NORMALIZE_IN_SAMPLE=0:
+  /// a launch of its own).
+  bool normalize_in_sample_ = normalize_in_sample_allowed_by_environment();
   std::string run_id_ = RunIdentity::new_run_id();
   std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank

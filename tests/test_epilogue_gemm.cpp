@@ -60,6 +60,16 @@ bool mask_bit(const std::vector<std::uint8_t>& bits, std::int64_t ld_bits, int r
   return ((bits[std::size_t(r) * std::size_t(ld_bits / 8) + std::size_t(f / 8)] >> (f % 8)) & 1) != 0;
 }
 
+/// A ReLU bitmask of `rows` rows of `features` outputs in `bits` (sized
+/// ReluBitmask::bytes(rows, features) or more).
+foxrl::ReluBitmask bitmask_in(const Kokkos::View<std::uint8_t*, Mem>& bits, int rows, int features) {
+  foxrl::ReluBitmask mask;
+  mask.bits = bits.data();
+  mask.ld_bits = foxrl::ReluBitmask::row_bits(features);
+  mask.rows = rows;
+  return mask;
+}
+
 std::vector<std::uint8_t> bits_to_host(const Exec& space, const Kokkos::View<std::uint8_t*, Mem>& v) {
   const auto h = foxrl::test::to_host(space, v);
   return std::vector<std::uint8_t>(h.data(), h.data() + h.extent(0));
@@ -100,12 +110,7 @@ TEST_CASE("cuBLASLt forward epilogues match float64 products and ReLU signs", "[
 
     for (const int variant : {0, 1, 2}) {  // bias, bias + ReLU, bias + ReLU + bitmask
       const bool relu = variant > 0;
-      foxrl::ReluBitmask mask;
-      if (variant == 2) {
-        mask.bits = bits.data();
-        mask.ld_bits = ld_bits;
-        mask.rows = M;
-      }
+      const foxrl::ReluBitmask mask = variant == 2 ? bitmask_in(bits, M, N) : foxrl::ReluBitmask();
       DYNAMIC_SECTION(describe(s) << ", " << (variant == 0 ? "bias" : variant == 1 ? "bias + ReLU" : "ReLU bitmask")) {
         Kokkos::deep_copy(space, Y, std::nanf(""));
         const bool ran = lt.forward(space, X, W, Bv, relu, Y, mask);
@@ -179,11 +184,8 @@ TEST_CASE("cuBLASLt masked backward matches float64 dX and bias gradients", "[de
       const auto prev_w = foxrl::test::to_device(space, random_values(std::size_t(K) * P, 22), K, P);
       const auto prev_b = foxrl::test::to_device(space, random_values(std::size_t(K), 23));
       Kokkos::View<float**, Kokkos::LayoutRight, Mem> H("foxrl::test::H", M, K);
-      foxrl::ReluBitmask mask;
       Kokkos::View<std::uint8_t*, Mem> bits("foxrl::test::bits", foxrl::ReluBitmask::bytes(M, K));
-      mask.bits = bits.data();
-      mask.ld_bits = foxrl::ReluBitmask::row_bits(K);
-      mask.rows = M;
+      const foxrl::ReluBitmask mask = bitmask_in(bits, M, K);
       REQUIRE(lt.forward(space, prev_x, prev_w, prev_b, true, H, mask));
       const auto h = foxrl::test::to_host(space, H);
       const auto hb = bits_to_host(space, bits);
@@ -319,10 +321,7 @@ TEST_CASE("DenseOps with fused epilogues runs the library and matches its launch
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> fused("foxrl::test::fused", M1 + M2, N),
       sequence("foxrl::test::sequence", M1 + M2, N);
   Kokkos::View<std::uint8_t*, Mem> bits("foxrl::test::bits", foxrl::ReluBitmask::bytes(M1, N));
-  foxrl::ReluBitmask mask;
-  mask.bits = bits.data();
-  mask.ld_bits = foxrl::ReluBitmask::row_bits(N);
-  mask.rows = M1;
+  const foxrl::ReluBitmask mask = bitmask_in(bits, M1, N);
 
   foxrl::DenseOps<Exec> ops(space, foxrl::DenseBackend::blas);
   ops.set_fused_epilogues(space, true);
@@ -363,10 +362,7 @@ TEST_CASE("DenseOps over stacked rows that follow each other writes one bitmask 
       Kokkos::View<float**, Kokkos::LayoutRight, Mem> Y("foxrl::test::Y", M, N);
       // Zeroed: a row the library did not write keeps no set bit.
       Kokkos::View<std::uint8_t*, Mem> bits("foxrl::test::bits", foxrl::ReluBitmask::bytes(M, N));
-      foxrl::ReluBitmask mask;
-      mask.bits = bits.data();
-      mask.ld_bits = foxrl::ReluBitmask::row_bits(N);
-      mask.rows = M;
+      const foxrl::ReluBitmask mask = bitmask_in(bits, M, N);
       foxrl::DenseOps<Exec> ops(space, foxrl::DenseBackend::blas);
       ops.set_fused_epilogues(space, true);
       ops.set_stacked_rows(stacked);

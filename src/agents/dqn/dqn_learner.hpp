@@ -501,11 +501,7 @@ class DqnLearner {
       greedy_actions(space, states, actions_out);
       return false;
     }
-    check_rows("greedy_actions_then", static_cast<int>(states.extent(0)),
-               static_cast<int>(online_net_.output().extent(0)));
-    if (states.extent(1) != std::size_t(layout_.obs_dim))
-      throw LogicError("foxrl::DqnLearner::greedy_actions_then: states have " + std::to_string(states.extent(1)) +
-                       " columns, obs_dim is " + std::to_string(layout_.obs_dim));
+    check_states(states, "greedy_actions_then");
     launch_fused_forward(space, states, actions_out.data(), per_env);
     return true;
   }
@@ -603,15 +599,22 @@ class DqnLearner {
                        " rows, more than the configured maximum " + std::to_string(max));
   }
 
-  /// Online forward for inference; `greedy` receives the greedy actions
-  /// when the head kernel forms them.
-  int infer(const ExecSpace& space, const ConstMatrix<memory_space>& states, const char* what,
-            std::int32_t* greedy = nullptr) {
+  /// The rows of inference `states` [R, obs_dim]; throws naming `what`
+  /// when R exceeds the inference rows or the columns are not obs_dim.
+  int check_states(const ConstMatrix<memory_space>& states, const char* what) const {
     const int R = static_cast<int>(states.extent(0));
     check_rows(what, R, static_cast<int>(online_net_.output().extent(0)));
     if (states.extent(1) != std::size_t(layout_.obs_dim))
       throw LogicError(std::string("foxrl::DqnLearner::") + what + ": states have " + std::to_string(states.extent(1)) +
                        " columns, obs_dim is " + std::to_string(layout_.obs_dim));
+    return R;
+  }
+
+  /// Online forward for inference; `greedy` receives the greedy actions
+  /// when the head kernel forms them.
+  int infer(const ExecSpace& space, const ConstMatrix<memory_space>& states, const char* what,
+            std::int32_t* greedy = nullptr) {
+    const int R = check_states(states, what);
     if (fused_forward(R)) {
       launch_fused_forward(space, states, greedy);
       return R;

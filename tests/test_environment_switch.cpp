@@ -22,7 +22,6 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_ITERATION_GRAPH", &foxrl::iteration_graph_allowed_by_environment},
       {"FOXRL_CUDA_FUSED", &foxrl::cuda_fused_allowed_by_environment},
       {"FOXRL_CUDA_GEMM_EPILOGUES", &foxrl::gemm_epilogues_allowed_by_environment},
-      {"FOXRL_CUDA_DW_IN_PLACE", &foxrl::dw_in_place_allowed_by_environment},
       {"FOXRL_CUDA_FUSED_ENV_STEP", &foxrl::fused_env_step_allowed_by_environment},
       {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
       {"FOXRL_CUDA_STACKED_ROWS", &foxrl::stacked_rows_allowed_by_environment},

@@ -2,9 +2,8 @@
 // gemm's epilogue, nn/epilogue_gemm.hpp) against float64 host products, on
 // ragged shapes (batch 1000 with hidden 120 and 84 and observation 65, one
 // env's row, sizes that are multiples of no tile): the forward with bias,
-// with bias + ReLU and with the ReLU's bitmask, the backward's masked
-// dX with the bias gradient, and the weight gradient with its batch split
-// added up in place (also run twice: the same bits, as resume needs). The portable twin of each is the launch
+// with bias + ReLU and with the ReLU's bitmask, and the backward's masked
+// dX with the bias gradient. The portable twin of each is the launch
 // sequence DenseOps runs without fused epilogues (test_dense.cpp and
 // test_mlp.cpp hold it to the same float64 products).
 //
@@ -26,10 +25,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -233,81 +230,6 @@ TEST_CASE("cuBLASLt masked backward matches float64 dX and bias gradients", "[de
       CHECK(worst_db < 1.0);
     }
   }
-}
-
-TEST_CASE("cuBLASLt weight gradient with an in-place split matches float64 products, bit for bit run to run",
-          "[dense][epilogue]") {
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  foxrl::CublasHandle cublas(space);
-  foxrl::EpilogueGemm<Exec> lt(space, foxrl::MatmulPrecision::fp32, cublas.workspace());
-  // The batches of the benchmarks (1,024 and 128 rows) and ragged ones.
-  std::vector<Shape> all = shapes();
-  all.push_back({1024, 256, 256});
-  all.push_back({1024, 4, 256});
-  for (const Shape& s : all) {
-    // dW [out, in] = dY [M, out]^T X [M, in].
-    const int M = s.rows, K = s.in, N = s.out;
-    DYNAMIC_SECTION(describe(s)) {
-      const auto dy = random_values(std::size_t(M) * N, 41);
-      const auto x = random_values(std::size_t(M) * K, 42);
-      const auto DY = foxrl::test::to_device(space, dy, M, N);
-      const auto X = foxrl::test::to_device(space, x, M, K);
-      Kokkos::View<float**, Kokkos::LayoutRight, Mem> DW("foxrl::test::DW", N, K), again("foxrl::test::again", N, K);
-      Kokkos::deep_copy(space, DW, std::nanf(""));  // every entry must be written, none accumulated into
-      Kokkos::deep_copy(space, again, 7.0f);
-      const bool ran = lt.weight_gradient(space, DY, X, DW);
-      INFO("cuBLASLt offered no fp32 algorithm without a separate split-K reduction for this shape");
-      REQUIRE(ran);
-      REQUIRE(lt.weight_gradient(space, DY, X, again));
-      const auto dw = foxrl::test::to_host(space, DW);
-      const auto dw2 = foxrl::test::to_host(space, again);
-      double worst = 0.0;
-      int differ = 0;
-      for (int n = 0; n < N; ++n)
-        for (int k = 0; k < K; ++k) {
-          double acc = 0.0, mag = 0.0;
-          for (int m = 0; m < M; ++m) {
-            const double t = double(dy[std::size_t(m) * N + n]) * x[std::size_t(m) * K + k];
-            acc += t;
-            mag += std::abs(t);
-          }
-          worst = std::max(worst, std::abs(acc - dw(n, k)) / (M * unit_roundoff * mag + 1e-30));
-          differ += std::memcmp(&dw(n, k), &dw2(n, k), sizeof(float)) != 0 ? 1 : 0;
-        }
-      CHECK(worst < 1.0);
-      CHECK(differ == 0);
-    }
-  }
-}
-
-TEST_CASE("DenseOps routes the weight gradient through the in-place plan only when asked", "[dense][epilogue]") {
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  const int M = 1000, K = 65, N = 120;
-  const auto DY = foxrl::test::to_device(space, random_values(std::size_t(M) * N, 51), M, N);
-  const auto X = foxrl::test::to_device(space, random_values(std::size_t(M) * K, 52), M, K);
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> in_place("foxrl::test::in_place", N, K),
-      gemm("foxrl::test::gemm", N, K);
-  foxrl::DenseOps<Exec> ops(space, foxrl::DenseBackend::blas);
-  ops.set_fused_epilogues(space, true);
-  ops.set_dw_in_place(true);
-  REQUIRE(ops.dw_in_place());
-  ops.weight_gradient(space, DY, X, in_place);
-  ops.set_dw_in_place(false);
-  CHECK_FALSE(ops.dw_in_place());
-  ops.weight_gradient(space, DY, X, gemm);
-  ops.set_fused_epilogues(space, false);
-  ops.set_dw_in_place(true);
-  CHECK_FALSE(ops.dw_in_place());  // needs the fused epilogues' library
-  // The same products in possibly another order: within twice the float32
-  // bound of a 1000-term sum of magnitude <= 1000.
-  const auto a = foxrl::test::to_host(space, in_place);
-  const auto b = foxrl::test::to_host(space, gemm);
-  double worst = 0.0;
-  for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) worst = std::max(worst, double(std::abs(a(n, k) - b(n, k))));
-  CHECK(worst <= 2.0 * M * unit_roundoff * M);
 }
 
 TEST_CASE("DenseOps with fused epilogues runs the library and matches its launch sequence", "[dense][epilogue]") {

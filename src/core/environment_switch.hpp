@@ -1,7 +1,7 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
-// FOXRL_CUDA_DW_IN_PLACE, FOXRL_CUDA_FUSED_ENV_STEP,
+// FOXRL_CUDA_FUSED_ENV_STEP,
 // FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_STACKED_ROWS,
 // FOXRL_INSERT_IN_RECORD, FOXRL_NORMALIZE_IN_SAMPLE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
@@ -44,13 +44,6 @@ inline bool gemm_epilogue_masks_requested_by_environment() {
   const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
   return value != nullptr && std::strcmp(value, "masks") == 0;
 }
-
-/// FOXRL_CUDA_DW_IN_PLACE: the weight-gradient products (dW = dY^T X, the
-/// batch as the reduced dimension) through cuBLASLt with any split of the
-/// batch reduced inside the product (nn/epilogue_gemm.hpp), instead of
-/// cuBLAS' choice, which adds the slices with a second kernel; "0" turns
-/// it off. Needs the fused epilogues (FOXRL_CUDA_GEMM_EPILOGUES).
-inline bool dw_in_place_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_DW_IN_PLACE"); }
 
 /// FOXRL_CUDA_FUSED_ENV_STEP: where the collector's greedy actions come
 /// from the fused forward in one block (a few envs), the env's choosing step

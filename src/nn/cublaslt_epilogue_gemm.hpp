@@ -129,24 +129,6 @@ class EpilogueGemm<Kokkos::Cuda> {
     return launch(space, Key{CUBLASLT_EPILOGUE_DRELU_BGRAD, false, false, K, M, N, o}, o, run);
   }
 
-  /// dW[N, K] = dY[M, N]^T X[M, K] over the M rows of a batch, with no
-  /// epilogue, from an algorithm that splits the M rows over several blocks
-  /// only if it adds the slices up inside the product (cuBLASLt's in-place
-  /// reduction, in a fixed order through counters in the workspace), or
-  /// does not split them: cuBLAS' own choice for these shapes (split-K over
-  /// a batch of 1,024 rows) runs a second kernel that adds the slices.
-  /// `run` false only asks. Returns whether it ran.
-  bool weight_gradient(const Kokkos::Cuda& space, const ConstMatrix<memory_space>& dy,
-                       const ConstMatrix<memory_space>& x, const MutableMatrix<memory_space>& dw, bool run = true) {
-    const int M = static_cast<int>(dy.extent(0)), N = static_cast<int>(dy.extent(1)), K = static_cast<int>(x.extent(1));
-    if (M == 0) return false;  // dW must still be zeroed: the caller's gemm does it
-    // Column-major: dW^T[K, N] = X^T(op N of X's [K, M]) dY(op T of dY's [N, M]).
-    const Operands o = operands(x, dy, dw, nullptr, ReluBitmask());
-    Key key{CUBLASLT_EPILOGUE_DEFAULT, false, true, K, N, M, o};
-    key.reductions = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE;
-    return launch(space, key, o, run);
-  }
-
   /// Plans looked up so far, and how many of them cuBLASLt had no
   /// algorithm for (diagnostics for the benchmarks).
   std::size_t plans() const { return plans_.size(); }
@@ -194,9 +176,6 @@ class EpilogueGemm<Kokkos::Cuda> {
     int m, n, k;
     std::int64_t lda, ldb, ldd, aux_ld;
     std::uint32_t align_a, align_b, align_d, align_bias, align_aux;
-    /// The split-K reduction schemes the algorithm may use
-    /// (cublasLtReductionScheme_t bits; 0: any).
-    std::uint32_t reductions = 0;
 
     Key(cublasLtEpilogue_t e, bool ta, bool tb, int m_, int n_, int k_, const Operands& o)
         : epilogue(e),
@@ -217,9 +196,8 @@ class EpilogueGemm<Kokkos::Cuda> {
 
     bool operator<(const Key& o) const {
       return std::tie(epilogue, trans_a, trans_b, m, n, k, lda, ldb, ldd, aux_ld, align_a, align_b, align_d, align_bias,
-                      align_aux, reductions) < std::tie(o.epilogue, o.trans_a, o.trans_b, o.m, o.n, o.k, o.lda, o.ldb,
-                                                        o.ldd, o.aux_ld, o.align_a, o.align_b, o.align_d, o.align_bias,
-                                                        o.align_aux, o.reductions);
+                      align_aux) < std::tie(o.epilogue, o.trans_a, o.trans_b, o.m, o.n, o.k, o.lda, o.ldb, o.ldd,
+                                            o.aux_ld, o.align_a, o.align_b, o.align_d, o.align_bias, o.align_aux);
     }
   };
 
@@ -294,7 +272,6 @@ class EpilogueGemm<Kokkos::Cuda> {
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b);
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d);
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d);
-    if (key.reductions != 0) set_pref(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, key.reductions);
 
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;

@@ -3,7 +3,6 @@
 //   forward           Y  = act([X1; X2] W^T + b)    (bias + ReLU fused)
 //   backward_input    dX = (dY W) * [H > 0]          (ReLU mask of the input fused)
 //   backward_weights  dW = dY^T X,  db = colsum dY   (bias gradient fused)
-//   weight_gradient   dW = dY^T X                    (blas: the batch's split added up in place)
 // portable: foxrl's tiled team kernel with the epilogues fused
 // (kernels/nn/tiled_gemm.hpp). blas: RowMajorGemm (the gemm production
 // runs: cuBLAS on CUDA through the handle this object owns, Kokkos Kernels
@@ -67,12 +66,6 @@ class DenseOps {
   bool epilogue_masks() const { return epilogue_ != nullptr && epilogue_masks_; }
   /// Set before building networks on these ops (as set_fused_epilogues).
   void set_epilogue_masks(bool on) { epilogue_masks_ = on; }
-  /// Whether the weight-gradient products run through the fused
-  /// epilogues' cuBLASLt with the batch's split reduced in place
-  /// (weight_gradient; on by default with fused_epilogues(),
-  /// FOXRL_CUDA_DW_IN_PLACE=0 turns it off).
-  bool dw_in_place() const { return epilogue_ != nullptr && dw_in_place_; }
-  void set_dw_in_place(bool on) { dw_in_place_ = on; }
 
   /// Turns the fused epilogues on or off (on: only where this backend has
   /// them: blas on CUDA). Networks built on these ops size their ReLU
@@ -249,18 +242,8 @@ class DenseOps {
                           ep);
       return;
     }
-    weight_gradient(space, dy, x, dw);
-    bias_gradient(space, dy, db, kernels::ReduceScratch<memory_space>());
-  }
-
-  /// dW[N, K] = dY[M, N]^T X[M, K] (overwritten) on the blas backend:
-  /// through EpilogueGemm::weight_gradient (any split of the M rows added up
-  /// inside the product, no second kernel) where dw_in_place() and the
-  /// library has an algorithm for the shape; otherwise the gemm.
-  void weight_gradient(const ExecSpace& space, const ConstMatrix<memory_space>& dy, const ConstMatrix<memory_space>& x,
-                       const MutableMatrix<memory_space>& dw) {
-    if (dw_in_place() && epilogue_->weight_gradient(space, dy, x, dw)) return;
     gemm()(space, true, false, dy, x, dw);
+    bias_gradient(space, dy, db, kernels::ReduceScratch<memory_space>());
   }
 
   /// db[N] = sum_m dY[m, n] (one relu_backward launch without a mask; with
@@ -285,7 +268,6 @@ class DenseOps {
   std::unique_ptr<RowMajorGemm<ExecSpace>> gemm_;
   std::unique_ptr<EpilogueGemm<ExecSpace>> epilogue_;
   bool epilogue_masks_ = gemm_epilogue_masks_requested_by_environment();
-  bool dw_in_place_ = dw_in_place_allowed_by_environment();
   bool stacked_rows_ =
       !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && stacked_rows_allowed_by_environment();
   std::int64_t forward_products_ = 0;

@@ -6,9 +6,6 @@
 //   backward_input  dX = (dY W) * [mask], db = colsum dX  (the mask is the
 //                                                         bitmask the forward
 //                                                         of that layer wrote)
-//   weight_gradient dW = dY^T X                          (no epilogue: a split
-//                                                         of the batch is added
-//                                                         up inside the product)
 // On CUDA this is cuBLASLt (epilogues BIAS, RELU_BIAS, RELU_AUX_BIAS and
 // DRELU_BGRAD), one algorithm per shape from its heuristics, cached. The
 // library does not offer every epilogue for every type, shape and
@@ -65,10 +62,6 @@ class EpilogueGemm {
   bool backward_input(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,
                       const ReluBitmask&, const MutableMatrix<memory_space>&, const MutableVector<memory_space>&,
                       bool = true) {
-    return false;
-  }
-  bool weight_gradient(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,
-                       const MutableMatrix<memory_space>&, bool = true) {
     return false;
   }
 };

@@ -262,7 +262,7 @@ class Mlp {
     if (head_bias == HeadBiasGrad::compute)
       DenseOps<ExecSpace>::bias_gradient(space, d_out, layer_bias(grads, layout_, L - 1), scratch_);
     if (L == 1) {
-      ops_->weight_gradient(space, d_out, x, layer_weight(grads, layout_, 0));
+      ops_->gemm()(space, true, false, d_out, x, layer_weight(grads, layout_, 0));
       return;
     }
     int ping = 0;
@@ -291,7 +291,7 @@ class Mlp {
     for (int l = L - 2; l >= 0; --l) {
       const ConstMatrix<memory_space> dz(d_act_[ping].data(), B, layout_.layers[l].out);
       const auto in = layer_input(x, l, B);
-      ops_->weight_gradient(space, dz, in, layer_weight(grads, layout_, l));
+      ops_->gemm()(space, true, false, dz, in, layer_weight(grads, layout_, l));
       if (l == 0) break;
       const MutableMatrix<memory_space> dx(d_act_[ping ^ 1].data(), B, layout_.layers[l].in);
       const ConstMatrix<memory_space> w(layer_weight(params, layout_, l));

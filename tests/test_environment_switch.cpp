@@ -23,7 +23,6 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_FUSED", &foxrl::cuda_fused_allowed_by_environment},
       {"FOXRL_CUDA_GEMM_EPILOGUES", &foxrl::gemm_epilogues_allowed_by_environment},
       {"FOXRL_CUDA_FUSED_ENV_STEP", &foxrl::fused_env_step_allowed_by_environment},
-      {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
       {"FOXRL_CUDA_STACKED_ROWS", &foxrl::stacked_rows_allowed_by_environment},
       {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment},
       {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment}};
@@ -40,6 +39,22 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
     ScopedEnvironment off(name, "0");
     CHECK_FALSE(allowed());
   }
+}
+
+TEST_CASE("the clock's advance rides along in the priority update only when set to 1", "[switch]") {
+  using foxrl::test::ScopedEnvironment;
+  const char* name = "FOXRL_CLOCK_IN_PRIORITY_UPDATE";
+  {
+    ScopedEnvironment unset(name, nullptr);
+    CHECK_FALSE(foxrl::clock_in_priority_update_allowed_by_environment());
+  }
+  for (const char* value : {"0", "yes", "", "10"}) {
+    INFO("value '" << value << "'");
+    ScopedEnvironment set(name, value);
+    CHECK_FALSE(foxrl::clock_in_priority_update_allowed_by_environment());
+  }
+  ScopedEnvironment on(name, "1");
+  CHECK(foxrl::clock_in_priority_update_allowed_by_environment());
 }
 
 TEST_CASE("the gemm epilogues keep ReLU bitmasks only when asked for", "[switch]") {

@@ -537,7 +537,7 @@ class DqnTrainer {
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
   /// The clock's advance inside the last priority update's launch
-  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE=0: a launch of its own).
+  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE=1; off by default: a launch of its own).
   bool clock_in_priority_update_ = clock_in_priority_update_allowed_by_environment();
   /// The replay insert inside the collector's one-team record
   /// (FOXRL_INSERT_IN_RECORD=0: a launch of its own).

@@ -24,11 +24,11 @@ inline bool switch_on_in_environment(const char* name) {
   return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
-/// Whether the switch `name` is set to "1" (off when unset or any other
-/// value).
-inline bool switch_set_to_one_in_environment(const char* name) {
+/// Whether the environment variable `name` is set to exactly `expected`
+/// (false when unset): the switches that are off unless asked for.
+inline bool environment_value_is(const char* name, const char* expected) {
   const char* value = std::getenv(name);
-  return value != nullptr && std::strcmp(value, "1") == 0;
+  return value != nullptr && std::strcmp(value, expected) == 0;
 }
 
 /// FOXRL_CUDA_FUSED: the hand-written fused CUDA kernels (kernels/cuda/)
@@ -49,8 +49,7 @@ inline bool gemm_epilogues_allowed_by_environment() { return switch_on_in_enviro
 
 /// FOXRL_CUDA_GEMM_EPILOGUES=masks (see above).
 inline bool gemm_epilogue_masks_requested_by_environment() {
-  const char* value = std::getenv("FOXRL_CUDA_GEMM_EPILOGUES");
-  return value != nullptr && std::strcmp(value, "masks") == 0;
+  return environment_value_is("FOXRL_CUDA_GEMM_EPILOGUES", "masks");
 }
 
 /// FOXRL_CUDA_FUSED_ENV_STEP: where the collector's greedy actions come
@@ -65,7 +64,7 @@ inline bool fused_env_step_allowed_by_environment() { return switch_on_in_enviro
 /// about 1 us slower per iteration in every benchmark config on an H100
 /// (perf/NOTES.md); kept to compare on other GPUs.
 inline bool clock_in_priority_update_allowed_by_environment() {
-  return switch_set_to_one_in_environment("FOXRL_CLOCK_IN_PRIORITY_UPDATE");
+  return environment_value_is("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "1");
 }
 
 /// FOXRL_INSERT_IN_RECORD: with a few envs (the collector's record of a

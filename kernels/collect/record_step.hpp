@@ -49,6 +49,27 @@ KOKKOS_INLINE_FUNCTION void run_after_record(const Member& team, const After& af
 template <class Member>
 KOKKOS_INLINE_FUNCTION void run_after_record(const Member&, const NothingAfterRecord&) {}
 
+/// The one-team record's kernel (record_step): the n-step elements over the
+/// team's threads, the statistics' team scan, then `after`. A named functor,
+/// not a KOKKOS_LAMBDA: record_step is a header template that several
+/// translation units instantiate, and nvcc's host wrapper of an extended
+/// lambda keeps a per-translation-unit copy function that the linker can
+/// leave null where the instantiations meet (a host SIGSEGV at the launch;
+/// see ci/check-lambdas.sh).
+template <int Window, class MemorySpace, class After>
+struct RecordStepInOneTeam {
+  EpisodeStep<Window, MemorySpace> stats;
+  NStepRecord<MemorySpace> nstep;
+  After after;
+  std::int64_t elements;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, elements), [&](const std::int64_t flat) { nstep(flat); });
+    stats.record_in_team(team);
+    run_after_record(team, after);
+  }
+};
+
 /// Records one step: `stats` (episode_stats_record) and `nstep`
 /// (record_step_and_emit), with the same results. When
 /// record_step_in_one_team says so, one launch of one team
@@ -66,7 +87,6 @@ template <int Window, class ExecSpace, class MemorySpace, class After = NothingA
 void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& stats,
                  const NStepRecord<MemorySpace>& nstep, const After& after = After()) {
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using Member = typename Policy::member_type;
   constexpr bool work_after = !std::is_same_v<After, NothingAfterRecord>;
   const int num_envs = static_cast<int>(stats.running.extent(0));
   if (!record_step_in_one_team(num_envs, nstep.dim)) {
@@ -80,11 +100,7 @@ void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>&
     return;
   }
   const std::int64_t elements = nstep.count();
-  const auto body = KOKKOS_LAMBDA(const Member& team) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, elements), [&](const std::int64_t flat) { nstep(flat); });
-    stats.record_in_team(team);
-    run_after_record(team, after);
-  };
+  const RecordStepInOneTeam<Window, MemorySpace, After> body{stats, nstep, after, elements};
   std::int64_t work = elements > num_envs ? elements : num_envs;
   if (work < after.team_threads()) work = after.team_threads();
   // Both functors' Views make the body larger than 512 B: as a kernel argument

@@ -164,6 +164,28 @@ struct EpisodeStep {
   }
 };
 
+/// episode_stats_record's kernels: named functors, not KOKKOS_LAMBDAs (a
+/// header template that several translation units instantiate; see
+/// RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <int Window, class MemorySpace>
+struct EpisodeStatsInOneTeam {
+  EpisodeStep<Window, MemorySpace> step;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    step.record_in_team(team);
+  }
+};
+template <int Window, class MemorySpace, class ScratchSpace>
+struct EpisodeStatsAcrossTeams {
+  using Scratch = Kokkos::View<int*, ScratchSpace, Kokkos::MemoryUnmanaged>;
+  EpisodeStep<Window, MemorySpace> step;
+  int teams;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    step.record_across_teams(team, Scratch(team.team_scratch(0), teams));
+  }
+};
+
 /// Adds one step's rewards to `running`; episodes that ended (terminated
 /// or truncated) enter `ring` in env order after the `count` already
 /// counted (EpisodeStep). One launch ("foxrl::EpisodeStats::record"): up
@@ -177,19 +199,17 @@ template <int Window, class ExecSpace, class MemorySpace>
 void episode_stats_record(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& step) {
   const int n = static_cast<int>(step.running.extent(0));
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using Member = typename Policy::member_type;
   if (n > episode_stats_one_team_envs) {
-    using Scratch = Kokkos::View<int*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    using Body = EpisodeStatsAcrossTeams<Window, MemorySpace, typename ExecSpace::scratch_memory_space>;
+    using Scratch = typename Body::Scratch;
     const int teams = (n + episode_stats_team_envs - 1) / episode_stats_team_envs;
-    const auto body = KOKKOS_LAMBDA(const Member& team) {
-      step.record_across_teams(team, Scratch(team.team_scratch(0), teams));
-    };
+    const Body body{step, teams};
     Policy policy(space, teams, power_of_two_team(space, body, episode_stats_team_envs));
     policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(teams)));
     Kokkos::parallel_for("foxrl::EpisodeStats::record", compat::light(policy), body);
     return;
   }
-  const auto body = KOKKOS_LAMBDA(const Member& team) { step.record_in_team(team); };
+  const EpisodeStatsInOneTeam<Window, MemorySpace> body{step};
   Kokkos::parallel_for("foxrl::EpisodeStats::record", Policy(space, 1, power_of_two_team(space, body, n)), body);
 }
 

@@ -99,6 +99,28 @@ struct EpsilonGreedyChoice {
   }
 };
 
+/// Env i of select_actions: its greedy action (the argmax of q(i, :) when
+/// from_q, else greedy(i)), then the epsilon-greedy choice around it. A
+/// named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct SelectActionsKernel {
+  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> q;
+  Kokkos::View<const std::int32_t*, MemorySpace> greedy;
+  Kokkos::View<std::int32_t*, MemorySpace> actions;
+  CounterRead global_step;
+  float eps;
+  int A;
+  std::uint64_t seed;
+  EpsilonSchedule schedule;
+  bool greedy_mode;
+  bool from_q;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
+    actions(i) = kernels::choose_action(seed, i, global_step(), eps, greedy_mode, schedule, best, A);
+  }
+};
+
 /// actions[i] = epsilon-greedy around the argmax of q(i, :) (or greedy[i]
 /// when q is empty) with env i's draws at the global step `step` (read when
 /// the kernel runs), with epsilon `eps`, or when eps < 0 the schedule's
@@ -116,10 +138,8 @@ void select_actions(const ExecSpace& space, const char* label,
   const bool from_q = q.data() != nullptr;
   const int n = static_cast<int>(actions.extent(0));
   Kokkos::parallel_for(
-      label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)), KOKKOS_LAMBDA(int i) {
-        const std::int32_t best = from_q ? kernels::argmax_row(Kokkos::subview(q, i, Kokkos::ALL), A) : greedy(i);
-        actions(i) = kernels::choose_action(seed, i, global_step(), eps, greedy_mode, schedule, best, A);
-      });
+      label, compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n)),
+      SelectActionsKernel<MemorySpace>{q, greedy, actions, global_step, eps, A, seed, schedule, greedy_mode, from_q});
 }
 
 }  // namespace kernels

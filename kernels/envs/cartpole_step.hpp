@@ -160,6 +160,27 @@ void cartpole_reset(const ExecSpace& space, const CartPoleStep<typename ExecSpac
                        CartPoleReset<typename ExecSpace::memory_space>{f});
 }
 
+/// Env i of cartpole_set_state: its state (v0, v1, v2, v3) at episode step
+/// 0, and the same observation. A named functor, not a KOKKOS_LAMBDA (see
+/// RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct CartPoleSetStateKernel {
+  CartPoleState<MemorySpace> s;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> o;
+  float v0, v1, v2, v3;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    s.x(i) = v0;
+    s.x_dot(i) = v1;
+    s.theta(i) = v2;
+    s.theta_dot(i) = v3;
+    s.episode_steps(i) = 0;
+    o(i, 0) = v0;
+    o(i, 1) = v1;
+    o(i, 2) = v2;
+    o(i, 3) = v3;
+  }
+};
+
 /// Puts env `env` into `state` at episode step 0 and writes its observation
 /// ("foxrl::CartPole::set_state").
 template <class ExecSpace>
@@ -167,18 +188,8 @@ void cartpole_set_state(const ExecSpace& space, const CartPoleState<typename Exe
                         const Kokkos::View<float**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& o, int env,
                         const std::array<float, 4>& state) {
   const float v0 = state[0], v1 = state[1], v2 = state[2], v3 = state[3];
-  Kokkos::parallel_for(
-      "foxrl::CartPole::set_state", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1), KOKKOS_LAMBDA(int i) {
-        s.x(i) = v0;
-        s.x_dot(i) = v1;
-        s.theta(i) = v2;
-        s.theta_dot(i) = v3;
-        s.episode_steps(i) = 0;
-        o(i, 0) = v0;
-        o(i, 1) = v1;
-        o(i, 2) = v2;
-        o(i, 3) = v3;
-      });
+  Kokkos::parallel_for("foxrl::CartPole::set_state", Kokkos::RangePolicy<ExecSpace>(space, env, env + 1),
+                       CartPoleSetStateKernel<typename ExecSpace::memory_space>{s, o, v0, v1, v2, v3});
 }
 
 }  // namespace kernels

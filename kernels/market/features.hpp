@@ -55,6 +55,49 @@ KOKKOS_INLINE_FUNCTION float observation_value(const BarFeatures<MemorySpace>& f
   return static_cast<float>(position);
 }
 
+/// compute_bar_features' first kernel: bar t's log return and range, and log1p of its volume.
+/// A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct BarFeaturesKernel {
+  MarketBars<MemorySpace> b;
+  BarFeatures<MemorySpace> f;
+  Kokkos::View<double*, MemorySpace> log_volume;
+  KOKKOS_INLINE_FUNCTION void operator()(int t) const {
+    const double prev = t == 0 ? b.open(0) : b.close(t - 1);
+    f.log_return(t) = static_cast<float>(math::log(b.close(t) / prev));
+    f.range(t) = static_cast<float>(math::log(b.high(t) / b.low(t)));
+    log_volume(t) = math::log1p(b.volume(t));
+  }
+};
+
+/// compute_bar_features' second kernel: bar t's volatility and volume z-score over the trailing W bars.
+template <class MemorySpace>
+struct RollingFeaturesKernel {
+  BarFeatures<MemorySpace> f;
+  Kokkos::View<double*, MemorySpace> log_volume;
+  int W;
+  KOKKOS_INLINE_FUNCTION void operator()(int t) const {
+    const int first = t - W + 1 < 0 ? 0 : t - W + 1;
+    const double n = static_cast<double>(t - first + 1);
+    double sr = 0, sv = 0;
+    for (int s = first; s <= t; ++s) {
+      sr += f.log_return(s);
+      sv += log_volume(s);
+    }
+    const double mr = sr / n, mv = sv / n;
+    double qr = 0, qv = 0;
+    for (int s = first; s <= t; ++s) {
+      const double dr = f.log_return(s) - mr, dv = log_volume(s) - mv;
+      qr += dr * dr;
+      qv += dv * dv;
+    }
+    f.volatility(t) = static_cast<float>(math::sqrt(qr / n));
+    const double sd = math::sqrt(qv / n);
+    // Flat volume (no volume in the data, e.g. FX or an index) gives 0.
+    f.volume_z(t) = sd > 1e-12 ? static_cast<float>((log_volume(t) - mv) / sd) : 0.0f;
+  }
+};
+
 /// Fills `features` ([L] each, allocated by the caller) from `bars`; two
 /// launches on `space`, meant for setup (not the hot path).
 template <class ExecSpace>
@@ -66,36 +109,26 @@ void compute_bar_features(const ExecSpace& space, const MarketBars<typename Exec
       Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Features::log_volume"), L);
   const auto b = bars;
   const auto f = features;
-  Kokkos::parallel_for(
-      "foxrl::Features::bar", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)), KOKKOS_LAMBDA(int t) {
-        const double prev = t == 0 ? b.open(0) : b.close(t - 1);
-        f.log_return(t) = static_cast<float>(math::log(b.close(t) / prev));
-        f.range(t) = static_cast<float>(math::log(b.high(t) / b.low(t)));
-        log_volume(t) = math::log1p(b.volume(t));
-      });
+  Kokkos::parallel_for("foxrl::Features::bar", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)),
+                       BarFeaturesKernel<Mem>{b, f, log_volume});
   const int W = stats_window;
-  Kokkos::parallel_for(
-      "foxrl::Features::rolling", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)), KOKKOS_LAMBDA(int t) {
-        const int first = t - W + 1 < 0 ? 0 : t - W + 1;
-        const double n = static_cast<double>(t - first + 1);
-        double sr = 0, sv = 0;
-        for (int s = first; s <= t; ++s) {
-          sr += f.log_return(s);
-          sv += log_volume(s);
-        }
-        const double mr = sr / n, mv = sv / n;
-        double qr = 0, qv = 0;
-        for (int s = first; s <= t; ++s) {
-          const double dr = f.log_return(s) - mr, dv = log_volume(s) - mv;
-          qr += dr * dr;
-          qv += dv * dv;
-        }
-        f.volatility(t) = static_cast<float>(math::sqrt(qr / n));
-        const double sd = math::sqrt(qv / n);
-        // Flat volume (no volume in the data, e.g. FX or an index) gives 0.
-        f.volume_z(t) = sd > 1e-12 ? static_cast<float>((log_volume(t) - mv) / sd) : 0.0f;
-      });
+  Kokkos::parallel_for("foxrl::Features::rolling", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, L)),
+                       RollingFeaturesKernel<Mem>{f, log_volume, W});
 }
+
+/// build_observations' kernel: entry j of env i's observation, deciding at times(i) with positions(i).
+template <class MemorySpace>
+struct BuildObservationsKernel {
+  BarFeatures<MemorySpace> f;
+  FeatureSet set;
+  int W, D;
+  Kokkos::View<const std::int32_t*, MemorySpace> times, positions;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> obs;
+  KOKKOS_INLINE_FUNCTION void operator()(int idx) const {
+    const int i = idx / D, j = idx % D;
+    obs(i, j) = kernels::observation_value(f, set, W, times(i), positions(i), j);
+  }
+};
 
 /// Writes obs(i, :) for an env deciding at times(i) with positions(i):
 /// one launch, one thread per entry (coalesced rows).
@@ -110,12 +143,8 @@ void build_observations(const ExecSpace& space, const BarFeatures<typename ExecS
   const int W = spec.window;
   const int D = spec.obs_dim();
   const int n = static_cast<int>(times.extent(0));
-  Kokkos::parallel_for(
-      "foxrl::Features::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
-      KOKKOS_LAMBDA(int idx) {
-        const int i = idx / D, j = idx % D;
-        obs(i, j) = kernels::observation_value(f, set, W, times(i), positions(i), j);
-      });
+  Kokkos::parallel_for("foxrl::Features::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
+                       BuildObservationsKernel<typename ExecSpace::memory_space>{f, set, W, D, times, positions, obs});
 }
 
 }  // namespace kernels

@@ -101,6 +101,26 @@ void market_reset(const ExecSpace& space, const MarketStep<typename ExecSpace::m
                        MarketReset<typename ExecSpace::memory_space>{f});
 }
 
+/// market_step_observations' kernel: entry j of env i's next_obs and obs (and acted_on, when kept).
+/// A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct MarketStepObservationsKernel {
+  BarFeatures<MemorySpace> f;
+  FeatureSet set;
+  int W, D;
+  Kokkos::View<std::int32_t*, MemorySpace> nt, np, time, pos;
+  Kokkos::View<std::uint8_t*, MemorySpace> truncated;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> next_obs, obs, acted_on;
+  bool keep;
+  KOKKOS_INLINE_FUNCTION void operator()(int idx) const {
+    const int i = idx / D, j = idx % D;
+    if (keep) acted_on(i, j) = obs(i, j);
+    const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
+    next_obs(i, j) = v;
+    obs(i, j) = truncated(i) ? kernels::observation_value(f, set, W, time(i), pos(i), j) : v;
+  }
+};
+
 /// The observations after a market step ("foxrl::MarketEnv::observations"):
 /// next_obs from the bar and position the step moved to (next_time,
 /// next_position), obs the same unless the env was truncated, then from its
@@ -119,29 +139,32 @@ void market_step_observations(const ExecSpace& space, const BarFeatures<MemorySp
                               const Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>& acted_on = {}) {
   const int num_envs = static_cast<int>(nt.extent(0));
   const bool keep = acted_on.data() != nullptr;
-  Kokkos::parallel_for(
-      "foxrl::MarketEnv::observations", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D)),
-      KOKKOS_LAMBDA(int idx) {
-        const int i = idx / D, j = idx % D;
-        if (keep) acted_on(i, j) = obs(i, j);
-        const float v = kernels::observation_value(f, set, W, nt(i), np(i), j);
-        next_obs(i, j) = v;
-        obs(i, j) = truncated(i) ? kernels::observation_value(f, set, W, time(i), pos(i), j) : v;
-      });
+  Kokkos::parallel_for("foxrl::MarketEnv::observations",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, num_envs * D)),
+                       MarketStepObservationsKernel<MemorySpace>{f, set, W, D, nt, np, time, pos, truncated, next_obs,
+                                                                 obs, acted_on, keep});
 }
+
+/// market_set_start's kernel: env i's episode starts at bar t0, flat, step 0.
+template <class MemorySpace>
+struct MarketSetStartKernel {
+  MarketState<MemorySpace> s;
+  int t0;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    s.time(i) = t0;
+    s.position(i) = 0;
+    s.episode_steps(i) = 0;
+  }
+};
 
 /// Starts env `env`'s episode at bar t0, flat, step 0
 /// ("foxrl::MarketEnv::set_start"; the observations follow with
 /// build_observations).
 template <class ExecSpace>
 void market_set_start(const ExecSpace& space, const MarketState<typename ExecSpace::memory_space>& s, int env, int t0) {
-  Kokkos::parallel_for(
-      "foxrl::MarketEnv::set_start", compat::light(Kokkos::RangePolicy<ExecSpace>(space, env, env + 1)),
-      KOKKOS_LAMBDA(int i) {
-        s.time(i) = t0;
-        s.position(i) = 0;
-        s.episode_steps(i) = 0;
-      });
+  Kokkos::parallel_for("foxrl::MarketEnv::set_start",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, env, env + 1)),
+                       MarketSetStartKernel<typename ExecSpace::memory_space>{s, t0});
 }
 
 }  // namespace foxrl::kernels

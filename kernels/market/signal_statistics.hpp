@@ -156,6 +156,25 @@ struct SignalNormalizeElement {
   }
 };
 
+/// signal_normalize's kernel: element idx of the rows of raw1, then of raw2, normalised by `f`.
+/// A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct SignalNormalizeKernel {
+  SignalNormalizeElement<MemorySpace> f;
+  int D, n1;
+  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> raw1;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> out1;
+  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> raw2;
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> out2;
+  KOKKOS_INLINE_FUNCTION void operator()(int idx) const {
+    const int i = idx / D, d = idx % D;
+    if (i < n1)
+      out1(i, d) = f(d, raw1(i, d));
+    else
+      out2(i - n1, d) = f(d, raw2(i - n1, d));
+  }
+};
+
 /// out1 = f(raw1) element by element (SignalNormalizeElement), then the
 /// same for the rows of raw2 into out2 (may be empty). One launch
 /// ("foxrl::SignalAdapter::normalize").
@@ -169,15 +188,9 @@ void signal_normalize(const ExecSpace& space, const SignalNormalizeElement<Memor
   const int n1 = static_cast<int>(raw1.extent(0));
   const int n = n1 + static_cast<int>(raw2.extent(0));
   if (n == 0) return;
-  Kokkos::parallel_for(
-      "foxrl::SignalAdapter::normalize", compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
-      KOKKOS_LAMBDA(int idx) {
-        const int i = idx / D, d = idx % D;
-        if (i < n1)
-          out1(i, d) = f(d, raw1(i, d));
-        else
-          out2(i - n1, d) = f(d, raw2(i - n1, d));
-      });
+  Kokkos::parallel_for("foxrl::SignalAdapter::normalize",
+                       compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, n * D)),
+                       SignalNormalizeKernel<MemorySpace>{f, D, n1, raw1, out1, raw2, out2});
 }
 
 }  // namespace foxrl::kernels

@@ -87,6 +87,51 @@ std::size_t gradient_norm_scratch(std::size_t n, bool scan_params) {
   return std::size_t(gradient_norm_teams<ExecSpace>(n)) * (scan_params ? 2 : 1);
 }
 
+/// gradient_sq_norm_then's kernel: team t's squared-gradient sum (and count
+/// of non-finite params) in a scratch tree; the last team (or the only
+/// one) adds the teams' sums in team order and calls `finish`. A named
+/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class MemorySpace, class Finish>
+struct GradientSqNormKernel {
+  FlatParams<MemorySpace> grads, params;
+  Finish finish;
+  float* global;
+  unsigned* ticket;
+  std::size_t n, per_team;
+  int sums;
+  bool scan;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int rank = team.team_rank();
+    const int size = team.team_size();
+    float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
+    const std::size_t begin = std::size_t(team.league_rank()) * per_team;
+    const std::size_t end = begin + per_team < n ? begin + per_team : n;
+    float acc = 0.0f, bad = 0.0f;
+    for (std::size_t i = begin + rank; i < end; i += size) {
+      acc += grads(i) * grads(i);
+      if (scan && !math::isfinite(params(i))) bad += 1.0f;
+    }
+    partial[rank] = acc;
+    if (scan) partial[size + rank] = bad;
+    team_tree_sum(team, partial, sums, size);
+    const int league = team.league_size();
+    if (league == 1) {
+      if (rank == 0) finish(partial[0], scan ? partial[size] : 0.0f);
+      return;
+    }
+    if (rank == 0)
+      for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
+    if (!arrive_last(team, ticket, static_cast<unsigned>(league))) return;
+    if (rank == 0) {
+      const float total = sum_partials(global, league, std::size_t(sums), 0);
+      const float total_bad = scan ? sum_partials(global, league, std::size_t(sums), 1) : 0.0f;
+      finish(total, total_bad);
+    }
+  }
+};
+
 /// sum_i grads(i)^2 and (when `params` is allocated) the number of
 /// non-finite params(i), on the device, in one launch: each team reduces a
 /// contiguous range in a scratch tree; with several teams (when `scratch`
@@ -100,7 +145,6 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
                            const ReduceScratch<MemorySpace>& scratch = ReduceScratch<MemorySpace>()) {
   using T = OptimizerTiling<ExecSpace>;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
-  using member_type = typename policy_type::member_type;
   const std::size_t n = grads.extent(0);
   const bool scan = params.extent(0) > 0;
   if (scan && params.extent(0) != n)
@@ -116,34 +160,7 @@ void gradient_sq_norm_then(const ExecSpace& space, const FlatParams<MemorySpace>
   Kokkos::parallel_for(
       "foxrl::kernels::gradient_sq_norm",
       compat::light(policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * sums * team_size))),
-      KOKKOS_LAMBDA(const member_type& team) {
-        const int rank = team.team_rank();
-        const int size = team.team_size();
-        float* partial = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * sums * size));
-        const std::size_t begin = std::size_t(team.league_rank()) * per_team;
-        const std::size_t end = begin + per_team < n ? begin + per_team : n;
-        float acc = 0.0f, bad = 0.0f;
-        for (std::size_t i = begin + rank; i < end; i += size) {
-          acc += grads(i) * grads(i);
-          if (scan && !math::isfinite(params(i))) bad += 1.0f;
-        }
-        partial[rank] = acc;
-        if (scan) partial[size + rank] = bad;
-        team_tree_sum(team, partial, sums, size);
-        const int league = team.league_size();
-        if (league == 1) {
-          if (rank == 0) finish(partial[0], scan ? partial[size] : 0.0f);
-          return;
-        }
-        if (rank == 0)
-          for (int s = 0; s < sums; ++s) global[std::size_t(team.league_rank()) * sums + s] = partial[s * size];
-        if (!arrive_last(team, ticket, static_cast<unsigned>(league))) return;
-        if (rank == 0) {
-          const float total = sum_partials(global, league, std::size_t(sums), 0);
-          const float total_bad = scan ? sum_partials(global, league, std::size_t(sums), 1) : 0.0f;
-          finish(total, total_bad);
-        }
-      });
+      GradientSqNormKernel<MemorySpace, Finish>{grads, params, finish, global, ticket, n, per_team, sums, scan});
 }
 
 /// metrics(grad_sq) = sum_i grads(i)^2 (gradient_sq_norm_then without a
@@ -347,13 +364,22 @@ void adam_update(const ExecSpace& space, const AdamHyper& hyper, const FlatParam
                        compat::light(Kokkos::RangePolicy<ExecSpace>(space, 0, s.threads)), s);
 }
 
+/// polyak_update's kernel: target(i) = tau * online(i) + (1 - tau) * target(i).
+template <class MemorySpace>
+struct PolyakUpdateKernel {
+  FlatParams<MemorySpace> online, target;
+  float tau;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    target(i) = tau * online(i) + (1.0f - tau) * target(i);
+  }
+};
+
 /// target = tau * online + (1 - tau) * target (a standalone Polyak update).
 template <class ExecSpace, class MemorySpace>
 void polyak_update(const ExecSpace& space, const FlatParams<MemorySpace>& online, const FlatParams<MemorySpace>& target,
                    float tau) {
-  Kokkos::parallel_for(
-      "foxrl::kernels::polyak_update", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
-      KOKKOS_LAMBDA(std::size_t i) { target(i) = tau * online(i) + (1.0f - tau) * target(i); });
+  Kokkos::parallel_for("foxrl::kernels::polyak_update", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
+                       PolyakUpdateKernel<MemorySpace>{online, target, tau});
 }
 
 }  // namespace kernels

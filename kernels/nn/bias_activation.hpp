@@ -12,6 +12,20 @@
 namespace foxrl {
 namespace kernels {
 
+/// bias_activation's kernel: element i of the flat [M, N] matrix plus its
+/// column's bias, through ReLU when `relu`. A named functor, not a
+/// KOKKOS_LAMBDA (see RecordStepInOneTeam in kernels/collect/record_step.hpp).
+struct BiasActivationKernel {
+  float* out;
+  const float* b;
+  int N;
+  bool relu;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    const float v = out[i] + b[i % N];
+    out[i] = relu && !(v > 0.0f) ? 0.0f : v;
+  }
+};
+
 /// y = act(y + bias) over a row-major [M, N] matrix: one flat launch, one
 /// thread per element (the gemm epilogue of the blas backend). 32-bit
 /// indices: a 64-bit modulo per element costs more than the memory traffic.
@@ -27,12 +41,9 @@ void bias_activation(const ExecSpace& space, const MutableMatrix<MemorySpace>& y
   float* out = y.data();
   const float* b = bias.data();
   const int N = static_cast<int>(cols);
-  Kokkos::parallel_for(
-      "foxrl::kernels::bias_activation",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, static_cast<int>(total)), KOKKOS_LAMBDA(int i) {
-        const float v = out[i] + b[i % N];
-        out[i] = relu && !(v > 0.0f) ? 0.0f : v;
-      });
+  Kokkos::parallel_for("foxrl::kernels::bias_activation",
+                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, static_cast<int>(total)),
+                       BiasActivationKernel{out, b, N, relu});
 }
 
 }  // namespace kernels

@@ -151,6 +151,27 @@ struct GuardDecision {
   }
 };
 
+/// guard_snapshot's kernel: element i of every guarded buffer into its
+/// snapshot and, by thread 0, the step counter and the snapshot count
+/// (unless `force`, only when no rejection streak is under way). A named
+/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct GuardSnapshotKernel {
+  Kokkos::View<double*, MemorySpace> state;
+  GuardedStep<MemorySpace> pairs;
+  Kokkos::View<std::int64_t, MemorySpace> step, snap_step;
+  bool count_step, force;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    if (!force && state(GuardState::consecutive_bad) != 0.0) return;
+    for (int b = 0; b < pairs.buffers; ++b) pairs.saved[b][i] = pairs.live[b][i];
+    if (i == 0) {
+      if (count_step) snap_step() = step();
+      state(GuardState::snapshots) += 1.0;
+    }
+  }
+};
+
 /// Copies every guarded buffer (`pairs.live[b]` -> `pairs.saved[b]`) and
 /// the step counter into the snapshot, on the device: unless `force`, only
 /// when the last update was applied (or restored), i.e. its weights, loss
@@ -161,30 +182,27 @@ void guard_snapshot(const ExecSpace& space, const Kokkos::View<double*, MemorySp
                     const GuardedStep<MemorySpace>& pairs, const Kokkos::View<std::int64_t, MemorySpace>& step,
                     const Kokkos::View<std::int64_t, MemorySpace>& snap_step, bool force) {
   const std::size_t n = pairs.length;
-  const auto s = state;
-  const GuardedStep<MemorySpace> g = pairs;
   const bool count_step = step.data() != nullptr;
-  Kokkos::parallel_for(
-      "foxrl::kernels::guard_snapshot", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::size_t i) {
-        if (!force && s(GuardState::consecutive_bad) != 0.0) return;
-        for (int b = 0; b < g.buffers; ++b) g.saved[b][i] = g.live[b][i];
-        if (i == 0) {
-          if (count_step) snap_step() = step();
-          s(GuardState::snapshots) += 1.0;
-        }
-      });
+  Kokkos::parallel_for("foxrl::kernels::guard_snapshot", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+                       GuardSnapshotKernel<MemorySpace>{state, pairs, step, snap_step, count_step, force});
 }
+
+/// finite_copy's kernel: target(i) = online(i) if online(i) is finite.
+template <class MemorySpace>
+struct FiniteCopyKernel {
+  FlatParams<MemorySpace> online, target;
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t i) const {
+    const float x = online(i);
+    if (math::isfinite(x)) target(i) = x;
+  }
+};
 
 /// target(i) = online(i) where online(i) is finite (a hard copy that cannot
 /// carry a NaN or Inf of the online network into the target).
 template <class ExecSpace, class MemorySpace>
 void finite_copy(const ExecSpace& space, const FlatParams<MemorySpace>& online, const FlatParams<MemorySpace>& target) {
-  Kokkos::parallel_for(
-      "foxrl::kernels::finite_copy", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
-      KOKKOS_LAMBDA(std::size_t i) {
-        const float x = online(i);
-        if (math::isfinite(x)) target(i) = x;
-      });
+  Kokkos::parallel_for("foxrl::kernels::finite_copy", Kokkos::RangePolicy<ExecSpace>(space, 0, online.extent(0)),
+                       FiniteCopyKernel<MemorySpace>{online, target});
 }
 
 }  // namespace kernels

@@ -18,6 +18,16 @@
 namespace foxrl {
 namespace kernels {
 
+/// round_operand's kernel: to[i] = round_to_precision(from[i], precision).
+/// A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+struct RoundOperandKernel {
+  const float* from;
+  float* to;
+  MatmulPrecision precision;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const { to[i] = round_to_precision(from[i], precision); }
+};
+
 /// dst = round_to_precision(src, precision), element by element; dst has
 /// src's shape (both LayoutRight, so one flat index covers them).
 template <class ExecSpace>
@@ -26,10 +36,18 @@ void round_operand(const ExecSpace& space, const ConstMatrix<typename ExecSpace:
   const std::size_t n = src.extent(0) * src.extent(1);
   const float* from = src.data();
   float* to = dst.data();
-  Kokkos::parallel_for(
-      "foxrl::kernels::round_operand", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::size_t i) { to[i] = round_to_precision(from[i], precision); });
+  Kokkos::parallel_for("foxrl::kernels::round_operand", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+                       RoundOperandKernel{from, to, precision});
 }
+
+/// bf16_operand's kernel: to[i] = the bf16 bits of round_to_precision(from[i], bf16).
+struct Bf16OperandKernel {
+  const float* from;
+  std::uint16_t* to;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const {
+    to[i] = static_cast<std::uint16_t>(compat::float_bits(round_to_precision(from[i], MatmulPrecision::bf16)) >> 16);
+  }
+};
 
 /// dst[i] = the bf16 bits of round_to_precision(src[i], bf16) (its low 16
 /// bits are zero after the rounding, so dropping them loses nothing).
@@ -39,11 +57,8 @@ void bf16_operand(const ExecSpace& space, const ConstMatrix<typename ExecSpace::
   const std::size_t n = src.extent(0) * src.extent(1);
   const float* from = src.data();
   std::uint16_t* to = dst.data();
-  Kokkos::parallel_for(
-      "foxrl::kernels::bf16_operand", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(const std::size_t i) {
-        to[i] =
-            static_cast<std::uint16_t>(compat::float_bits(round_to_precision(from[i], MatmulPrecision::bf16)) >> 16);
-      });
+  Kokkos::parallel_for("foxrl::kernels::bf16_operand", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+                       Bf16OperandKernel{from, to});
 }
 
 }  // namespace kernels

@@ -15,6 +15,34 @@
 
 namespace foxrl::kernels {
 
+/// Element idx = k D + j of uniform_sample: feature j of batch row k from
+/// its drawn dataset row, and with j = 0 the row's other fields. A named
+/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct UniformSampleKernel {
+  OfflineStorage<MemorySpace> data;
+  Batch<MemorySpace> out;
+  std::uint64_t seed;
+  std::uint64_t call;
+  std::uint32_t rows;
+  float gamma;
+  int D;
+  KOKKOS_INLINE_FUNCTION void operator()(int idx) const {
+    const int k = idx / D, j = idx % D;
+    const std::int64_t row = counter_index(seed, call, static_cast<std::uint64_t>(k), rows);
+    out.states(k, j) = data.observations(row, j);
+    out.next_states(k, j) = data.next_observations(row, j);
+    if (j == 0) {
+      out.actions(k) = data.actions(row);
+      out.rewards(k) = data.rewards(row);
+      out.discounts(k) = data.terminated(row) != 0 ? 0.0f : gamma;
+      out.indices(k) = row;
+      out.is_weights(k) = 1.0f;
+    }
+  }
+};
+
 /// Fills `out` (B = out.size() rows) from `data` ("foxrl::OfflineDataset::
 /// sample"): states, actions, rewards, next states of the drawn rows,
 /// discounts gamma * (1 - terminated) (one-step transitions: a truncated
@@ -29,20 +57,8 @@ void uniform_sample(const ExecSpace& space, const OfflineStorage<MemorySpace>& d
   // One thread per (batch row, feature): the feature copies are coalesced;
   // each thread recomputes its row's draw (two hashes) rather than reading
   // it from another thread.
-  Kokkos::parallel_for(
-      "foxrl::OfflineDataset::sample", Kokkos::RangePolicy<ExecSpace>(space, 0, B * D), KOKKOS_LAMBDA(int idx) {
-        const int k = idx / D, j = idx % D;
-        const std::int64_t row = counter_index(seed, call, static_cast<std::uint64_t>(k), rows);
-        out.states(k, j) = data.observations(row, j);
-        out.next_states(k, j) = data.next_observations(row, j);
-        if (j == 0) {
-          out.actions(k) = data.actions(row);
-          out.rewards(k) = data.rewards(row);
-          out.discounts(k) = data.terminated(row) != 0 ? 0.0f : gamma;
-          out.indices(k) = row;
-          out.is_weights(k) = 1.0f;
-        }
-      });
+  Kokkos::parallel_for("foxrl::OfflineDataset::sample", Kokkos::RangePolicy<ExecSpace>(space, 0, B * D),
+                       UniformSampleKernel<MemorySpace>{data, out, seed, call, rows, gamma, D});
 }
 
 }  // namespace foxrl::kernels

@@ -27,6 +27,15 @@
 
 namespace foxrl {
 
+/// AdamOptimizer::count_step's kernel: adds one to the step counter. A named
+/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class MemorySpace>
+struct AdamCountStepKernel {
+  Kokkos::View<std::int64_t, MemorySpace> step;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const { step() += 1; }
+};
+
 /// Adam state and update of one parameter buffer; see the file comment.
 template <class ExecSpace>
 class AdamOptimizer {
@@ -110,10 +119,8 @@ class AdamOptimizer {
   /// Advances the step counter by one (one tiny launch; learners whose loss
   /// kernel does it in passing do not call this).
   void count_step(const ExecSpace& space) const {
-    const auto s = step_;
-    Kokkos::parallel_for(
-        "foxrl::AdamOptimizer::count_step", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-        KOKKOS_LAMBDA(int) { s() += 1; });
+    Kokkos::parallel_for("foxrl::AdamOptimizer::count_step", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+                         AdamCountStepKernel<memory_space>{step_});
   }
 
   const flat& m() const { return m_; }             ///< first moment

@@ -39,6 +39,15 @@ struct ReplayConfig {
   std::uint64_t seed = 0;  ///< root of the counter-based sampling stream
 };
 
+/// ReplayBuffer::update_priorities' kernel when there is nothing to update:
+/// one thread calls `then()`. A named functor, not a KOKKOS_LAMBDA (see
+/// RecordStepInOneTeam in kernels/collect/record_step.hpp).
+template <class Then>
+struct ReplayAfterUpdateKernel {
+  Then then;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const { then(); }
+};
+
 /// Prioritized replay ring in device memory. Not thread-safe; every call
 /// that launches work takes the run's instance first.
 template <class ExecSpace>
@@ -189,8 +198,8 @@ class ReplayBuffer {
     }
     if (indices.extent(0) == 0 || size() == 0) {
       if constexpr (!std::is_same_v<Then, kernels::NoLastTeamWork>)
-        Kokkos::parallel_for(
-            "foxrl::Replay::after_update", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { then(); });
+        Kokkos::parallel_for("foxrl::Replay::after_update", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+                             ReplayAfterUpdateKernel<Then>{then});
       return;
     }
     kernels::ReplayUpdateFunctor<ExecSpace, Then> functor;

@@ -217,6 +217,25 @@ void dqn_loss(const ExecSpace& space, const DqnLossArgs<typename ExecSpace::memo
   Kokkos::parallel_for("foxrl::kernels::dqn_loss", compat::light(policy), f);
 }
 
+/// Row i of dueling_q_values: its Q-values and greedy action from the head.
+/// A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class Head, class QView, class ActionView>
+struct DuelingQValuesKernel {
+  Head head;
+  QView q_out;
+  ActionView actions_out;
+  int num_actions;
+  bool want_q;
+  bool want_a;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    const float mean_a = advantage_mean(head, i, num_actions);
+    if (want_q)
+      for (int j = 0; j < num_actions; ++j) q_out(i, j) = dueling_q(head(i, 0), head(i, 1 + j), mean_a);
+    if (want_a) actions_out(i) = greedy_action(head, i, num_actions, mean_a);
+  }
+};
+
 /// Q-values [R, A] and greedy actions [R] from a dueling head output
 /// [R, 1 + A]; either output may be an empty View.
 template <class ExecSpace, class Head, class QView, class ActionView>
@@ -226,12 +245,8 @@ void dueling_q_values(const ExecSpace& space, const Head& head, const QView& q_o
   const bool want_q = q_out.extent(0) > 0;
   const bool want_a = actions_out.extent(0) > 0;
   Kokkos::parallel_for(
-      "foxrl::kernels::dueling_q_values", Kokkos::RangePolicy<ExecSpace>(space, 0, rows), KOKKOS_LAMBDA(int i) {
-        const float mean_a = advantage_mean(head, i, num_actions);
-        if (want_q)
-          for (int j = 0; j < num_actions; ++j) q_out(i, j) = dueling_q(head(i, 0), head(i, 1 + j), mean_a);
-        if (want_a) actions_out(i) = greedy_action(head, i, num_actions, mean_a);
-      });
+      "foxrl::kernels::dueling_q_values", Kokkos::RangePolicy<ExecSpace>(space, 0, rows),
+      DuelingQValuesKernel<Head, QView, ActionView>{head, q_out, actions_out, num_actions, want_q, want_a});
 }
 
 }  // namespace kernels

@@ -9,6 +9,15 @@
 
 namespace foxrl {
 
+/// EpochMetricSums::add's kernel: one call of `add_one` (an Adder). A named
+/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
+/// kernels/collect/record_step.hpp).
+template <class Add>
+struct EpochMetricSumsAddKernel {
+  Add add_one;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const { add_one(); }
+};
+
 /// Learner metrics summed over an epoch's updates, on the device. A
 /// rejected update adds only to the update count and sums(rejected): its
 /// loss may be NaN or a spike, and it changed nothing.
@@ -36,9 +45,8 @@ struct EpochMetricSums {
   /// Adds `metrics` in a launch of its own.
   void add(const ExecSpace& space, const Kokkos::View<float*, memory_space>& metrics) const {
     const Adder add_one = adder(metrics);
-    Kokkos::parallel_for(
-        "foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-        KOKKOS_LAMBDA(int) { add_one(); });
+    Kokkos::parallel_for("foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+                         EpochMetricSumsAddKernel<Adder>{add_one});
   }
   void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
 };

@@ -28,6 +28,15 @@ struct NothingMore {
   KOKKOS_INLINE_FUNCTION void operator()() const {}
 };
 
+/// IterationClock::advance's kernel: one thread calls `step()` (the clock's
+/// Advance). A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam
+/// in kernels/collect/record_step.hpp).
+template <class Step>
+struct IterationClockAdvanceKernel {
+  Step step;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const { step(); }
+};
+
 template <class ExecSpace>
 class IterationClock {
  public:
@@ -61,8 +70,8 @@ class IterationClock {
   template <class Also>
   void advance(const ExecSpace& space, const Values& by, const Also& also) {
     const Advance<Also> step = advancer(by, also);
-    Kokkos::parallel_for(
-        "foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { step(); });
+    Kokkos::parallel_for("foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+                         IterationClockAdvanceKernel<Advance<Also>>{step});
   }
 
   /// advance()'s work as a device functor for one thread, for a launch

@@ -265,6 +265,22 @@ def machine_name():
     return sanitize(f"{model}-{os.cpu_count() or 1}c")
 
 
+def build_commit(build_dir):
+    """The commit the benchmarks were built from, as the build recorded it
+    (generated/foxrl_commit.cpp, written by src/cmake/foxrlWriteCommit.cmake
+    at every build), so a build carried to another machine, whose copy of
+    the tree may have other git metadata, is named right; the checkout's
+    HEAD when the build recorded none."""
+    try:
+        with open(os.path.join(build_dir, "generated", "foxrl_commit.cpp"), encoding="utf-8") as f:
+            m = re.search(r'return "([^"]+)";', f.read())
+        if m and m.group(1) != "unknown":
+            return m.group(1)
+    except OSError:
+        pass
+    return git_describe()
+
+
 def git_describe():
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -334,7 +350,7 @@ def run_suite(build_dir, size, repeats, timeout):
             if not found:
                 raise InputError(f"{label}: printed no metric: {' '.join(argv)}")
     return {"format": FORMAT, "version": VERSION, "machine": "", "size": size, "backend": ",".join(sorted(backends)),
-            "repeats": repeats, "commit": git_describe(),
+            "repeats": repeats, "commit": build_commit(build_dir),
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "build_dir": os.path.relpath(os.path.abspath(build_dir), ROOT), "metrics": summarize(runs)}
 

@@ -1,12 +1,12 @@
-// The tensor-core precisions of the dense products (src/nn/matmul_precision.hpp):
+// The tensor-core precisions of the dense products (kernels/nn/matmul_precision.hpp):
 // the operand rounding against a float64 reference (nearest, ties to even),
 // and RowMajorGemm in fp32, tf32 and bf16 against float64 products of the
 // unrounded operands, on ragged shapes: within each precision's error
 // bound, and (tf32, bf16) measurably outside fp32's, so a mode that
 // silently fell back to fp32 fails.
 #include "core/execution_context.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "nn/dense_ops.hpp"
-#include "nn/matmul_precision.hpp"
 #include "nn/row_major_gemm.hpp"
 #include "support/device_copy.hpp"
 #include "support/random_values.hpp"

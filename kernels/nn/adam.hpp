@@ -382,5 +382,13 @@ void polyak_update(const ExecSpace& space, const FlatParams<MemorySpace>& online
                        PolyakUpdateKernel<MemorySpace>{online, target, tau});
 }
 
+/// Adds one to an optimizer's step counter: AdamOptimizer::count_step's
+/// work, for learners whose loss kernel does not count the step in passing.
+template <class MemorySpace>
+struct CountStep {
+  Kokkos::View<std::int64_t, MemorySpace> step;
+  KOKKOS_INLINE_FUNCTION void operator()() const { step() += 1; }
+};
+
 }  // namespace kernels
 }  // namespace foxrl

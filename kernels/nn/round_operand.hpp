@@ -1,13 +1,13 @@
 #pragma once
 // round_operand: a copy of a row-major matrix with every element rounded to
-// a tensor-core input precision (src/nn/matmul_precision.hpp): what the host
+// a tensor-core input precision (kernels/nn/matmul_precision.hpp): what the host
 // backends' RowMajorGemm multiplies in the tf32 and bf16 modes, so they lose
 // the input precision a GPU's tensor cores lose. bf16_operand: the same
 // rounding to bf16, stored as bf16 (the upper 16 bits of the rounded
 // float, exact): the operands cuBLAS multiplies in the bf16 mode.
 
 #include "core/compat.hpp"
-#include "nn/matmul_precision.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "views/nn/matrix.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -10,6 +10,7 @@
 
 #include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "kernels/core/call_once.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/adam.hpp"
 #include "views/nn/parameter_set.hpp"
@@ -26,15 +27,6 @@
 #endif
 
 namespace foxrl {
-
-/// AdamOptimizer::count_step's kernel: adds one to the step counter. A named
-/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
-/// kernels/collect/record_step.hpp).
-template <class MemorySpace>
-struct AdamCountStepKernel {
-  Kokkos::View<std::int64_t, MemorySpace> step;
-  KOKKOS_INLINE_FUNCTION void operator()(int) const { step() += 1; }
-};
 
 /// Adam state and update of one parameter buffer; see the file comment.
 template <class ExecSpace>
@@ -119,8 +111,7 @@ class AdamOptimizer {
   /// Advances the step counter by one (one tiny launch; learners whose loss
   /// kernel does it in passing do not call this).
   void count_step(const ExecSpace& space) const {
-    Kokkos::parallel_for("foxrl::AdamOptimizer::count_step", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-                         AdamCountStepKernel<memory_space>{step_});
+    kernels::call_once(space, "foxrl::AdamOptimizer::count_step", kernels::CountStep<memory_space>{step_});
   }
 
   const flat& m() const { return m_; }             ///< first moment

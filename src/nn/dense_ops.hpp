@@ -18,11 +18,11 @@
 #include "core/error.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/tiled_gemm.hpp"
 #include "nn/dense_backend.hpp"
 #include "nn/epilogue_gemm.hpp"
-#include "nn/matmul_precision.hpp"
 #include "nn/row_major_gemm.hpp"
 #include "views/nn/matrix.hpp"
 

@@ -20,7 +20,7 @@
 // row-major [rows, features] activation is its column-major
 // [features, rows] mask, `ld_bits` bits per row (a multiple of 128).
 
-#include "nn/matmul_precision.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "views/nn/matrix.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -21,9 +21,9 @@
 
 #include "core/compat_blas.hpp"
 #include "core/error.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "kernels/nn/round_operand.hpp"
 #include "nn/cublas_handle.hpp"
-#include "nn/matmul_precision.hpp"
 #include "views/nn/matrix.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -8,6 +8,7 @@
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "kernels/core/call_once.hpp"
 #include "kernels/replay/replay_kernels.hpp"
 #include "views/collect/transition_batch.hpp"
 #include "views/replay/batch.hpp"
@@ -37,15 +38,6 @@ struct ReplayConfig {
   /// transitions still in the ring stop being sampled (see docs/replay.md).
   std::int64_t boundary_capacity = 0;
   std::uint64_t seed = 0;  ///< root of the counter-based sampling stream
-};
-
-/// ReplayBuffer::update_priorities' kernel when there is nothing to update:
-/// one thread calls `then()`. A named functor, not a KOKKOS_LAMBDA (see
-/// RecordStepInOneTeam in kernels/collect/record_step.hpp).
-template <class Then>
-struct ReplayAfterUpdateKernel {
-  Then then;
-  KOKKOS_INLINE_FUNCTION void operator()(int) const { then(); }
 };
 
 /// Prioritized replay ring in device memory. Not thread-safe; every call
@@ -198,8 +190,7 @@ class ReplayBuffer {
     }
     if (indices.extent(0) == 0 || size() == 0) {
       if constexpr (!std::is_same_v<Then, kernels::NoLastTeamWork>)
-        Kokkos::parallel_for("foxrl::Replay::after_update", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-                             ReplayAfterUpdateKernel<Then>{then});
+        kernels::call_once(space, "foxrl::Replay::after_update", then);
       return;
     }
     kernels::ReplayUpdateFunctor<ExecSpace, Then> functor;

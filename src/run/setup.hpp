@@ -14,10 +14,10 @@
 #include "core/strings.hpp"
 #include "envs/cartpole_env.hpp"
 #include "envs/vector_env.hpp"
+#include "kernels/nn/matmul_precision.hpp"
 #include "market/market_env.hpp"
 #include "market/market_setup.hpp"
 #include "market/signal_adapter.hpp"
-#include "nn/matmul_precision.hpp"
 #include "replay/replay_buffer.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -3,20 +3,12 @@
 // launch per update adds the update's metrics View to the sums, so the
 // trainer reads them back once per epoch instead of once per update.
 
+#include "kernels/core/call_once.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 
 #include <Kokkos_Core.hpp>
 
 namespace foxrl {
-
-/// EpochMetricSums::add's kernel: one call of `add_one` (an Adder). A named
-/// functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam in
-/// kernels/collect/record_step.hpp).
-template <class Add>
-struct EpochMetricSumsAddKernel {
-  Add add_one;
-  KOKKOS_INLINE_FUNCTION void operator()(int) const { add_one(); }
-};
 
 /// Learner metrics summed over an epoch's updates, on the device. A
 /// rejected update adds only to the update count and sums(rejected): its
@@ -44,9 +36,7 @@ struct EpochMetricSums {
 
   /// Adds `metrics` in a launch of its own.
   void add(const ExecSpace& space, const Kokkos::View<float*, memory_space>& metrics) const {
-    const Adder add_one = adder(metrics);
-    Kokkos::parallel_for("foxrl::DqnTrainer::accumulate_metrics", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-                         EpochMetricSumsAddKernel<Adder>{add_one});
+    kernels::call_once(space, "foxrl::DqnTrainer::accumulate_metrics", adder(metrics));
   }
   void clear(const ExecSpace& space) const { Kokkos::deep_copy(space, sums, 0.0); }
 };

@@ -12,7 +12,10 @@
 // host memory.
 
 #include "core/host_mirror.hpp"
+#include "kernels/core/add_to_counters.hpp"
+#include "kernels/core/call_once.hpp"
 #include "kernels/core/counter_read.hpp"
+#include "kernels/core/last_team.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -21,21 +24,8 @@
 
 namespace foxrl {
 
-/// IterationClock::advance's `also` when there is nothing more to do (at
-/// namespace scope: a device lambda's enclosing template may not take a
-/// private type).
-struct NothingMore {
-  KOKKOS_INLINE_FUNCTION void operator()() const {}
-};
-
-/// IterationClock::advance's kernel: one thread calls `step()` (the clock's
-/// Advance). A named functor, not a KOKKOS_LAMBDA (see RecordStepInOneTeam
-/// in kernels/collect/record_step.hpp).
-template <class Step>
-struct IterationClockAdvanceKernel {
-  Step step;
-  KOKKOS_INLINE_FUNCTION void operator()(int) const { step(); }
-};
+/// IterationClock::advance's `also` when there is nothing more to do.
+using NothingMore = kernels::NoLastTeamWork;
 
 template <class ExecSpace>
 class IterationClock {
@@ -69,24 +59,14 @@ class IterationClock {
   /// graph node) of its own.
   template <class Also>
   void advance(const ExecSpace& space, const Values& by, const Also& also) {
-    const Advance<Also> step = advancer(by, also);
-    Kokkos::parallel_for("foxrl::IterationClock::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
-                         IterationClockAdvanceKernel<Advance<Also>>{step});
+    kernels::call_once(space, "foxrl::IterationClock::advance", advancer(by, also));
   }
 
   /// advance()'s work as a device functor for one thread, for a launch
   /// that already runs at the iteration's end to call once it is done (the
   /// replay's priority update: ReplayBuffer::update_priorities' `then`).
   template <class Also>
-  struct Advance {
-    Kokkos::View<std::int64_t*, memory_space> counters;
-    Kokkos::Array<std::int64_t, slot_count> add;
-    Also also;
-    KOKKOS_INLINE_FUNCTION void operator()() const {
-      for (int s = 0; s < slot_count; ++s) counters(s) += add[s];
-      also();
-    }
-  };
+  using Advance = kernels::AddToCounters<memory_space, slot_count, Also>;
   template <class Also = NothingMore>
   Advance<Also> advancer(const Values& by, const Also& also = Also()) const {
     Advance<Also> a{device_, {}, also};

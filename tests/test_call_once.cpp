@@ -2,6 +2,7 @@
 // with the caller's label on the caller's instance and no fence; and
 // kernels::AddToCounters (the iteration clock's advance) adds first and
 // then calls what rides along, which therefore sees the new counts.
+#include "core/compat.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "kernels/core/add_to_counters.hpp"
@@ -48,7 +49,7 @@ TEMPLATE_TEST_CASE("call_once calls once per call, one labelled launch on the ca
   });
   auto host = Kokkos::create_mirror_view(counter);
   Kokkos::deep_copy(space, host, counter);
-  space.fence("foxrl::test::call_once");
+  foxrl::compat::fence(space, "foxrl::test::call_once");
   CHECK(host() == 15);
 
   REQUIRE(record.launches.size() == 3);
@@ -84,7 +85,7 @@ TEMPLATE_TEST_CASE("AddToCounters adds every amount, then calls what rides along
   auto snapshot = Kokkos::create_mirror_view(seen);
   Kokkos::deep_copy(space, after, counters);
   Kokkos::deep_copy(space, snapshot, seen);
-  space.fence("foxrl::test::add_to_counters");
+  foxrl::compat::fence(space, "foxrl::test::add_to_counters");
   for (int s = 0; s < count; ++s) {
     INFO("slot " << s);
     CHECK(after(s) == initial[s] + 2 * add[s]);

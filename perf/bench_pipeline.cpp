@@ -18,9 +18,19 @@
 // median span of the kernel (first block's start to last block's end, us,
 // from the global timer). The probe's block barriers slow the kernel a
 // little, so the timed windows of such a run are not the benchmark's.
+//
+// --kernel-trace FILE [--trace-iterations N] (CUDA builds with CUPTI): after
+// the timed windows, runs N more iterations (default 200), each followed by
+// a fence, under a CUPTI activity trace (perf/kernel_trace.hpp) and writes
+// one CSV row per kernel, copy or fill: iteration, start_ns and end_ns
+// (from the iteration's start), graph_node, name. perf/kernel_trace.py
+// summarises it: per iteration the GPU span, the time kernels ran and the
+// gaps between them, and each node's warm time in place. The fences
+// separate the iterations; they are not in the timed windows.
 #include "agents/dqn/dqn_trainer.hpp"
 #include "core/host_mirror.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "kernel_trace.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -28,6 +38,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -79,6 +90,41 @@ void print_fused_phases(Context& context, const std::string& label, const Stamps
   std::printf("}}\n");
 }
 
+/// --kernel-trace: `iterations` fenced iterations under a CUPTI trace, one
+/// CSV row per activity (see the file comment).
+template <class Trainer>
+void write_kernel_trace(Trainer& trainer, const std::string& path, int iterations) {
+  auto& context = trainer.context();
+  std::ofstream out(path);
+  if (!out) throw foxrl::UsageError("--kernel-trace: cannot write " + path);
+  foxrl::bench::KernelTrace trace;
+  context.fence("bench::trace_before");
+  trace.start();
+  std::vector<std::uint64_t> begins;
+  for (int i = 0; i < iterations; ++i) {
+    begins.push_back(foxrl::bench::KernelTrace::now());
+    trainer.iterate();
+    context.fence("bench::trace_iteration");
+  }
+  begins.push_back(foxrl::bench::KernelTrace::now());
+  const auto activities = trace.stop();
+  out << "iteration,start_ns,end_ns,graph_node,name\n";
+  std::size_t it = 0;
+  for (const auto& a : activities) {
+    if (a.start_ns < begins.front()) continue;
+    while (it + 1 < begins.size() && a.start_ns >= begins[it + 1]) ++it;
+    if (it + 1 >= begins.size()) break;
+    std::string name = a.name;
+    for (char& c : name)
+      if (c == '"') c = '\'';
+    out << it << ',' << a.start_ns - begins[it] << ',' << a.end_ns - begins[it] << ',' << a.graph_node << ",\"" << name
+        << "\"\n";
+  }
+  if (!out) throw foxrl::UsageError("--kernel-trace: writing " + path + " failed");
+  std::cerr << "foxrl_bench_pipeline: traced " << activities.size() << " activities over " << iterations
+            << " iterations into " << path << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +133,8 @@ int main(int argc, char** argv) {
   int iterations = 1000, repeats = 3;
   bool list_launches = false;
   int fused_phases = 0;
+  std::string kernel_trace;
+  int trace_iterations = 200;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc)
@@ -103,10 +151,14 @@ int main(int argc, char** argv) {
       list_launches = true;
     else if (a == "--fused-phases" && i + 1 < argc)
       fused_phases = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--kernel-trace" && i + 1 < argc)
+      kernel_trace = argv[++i];
+    else if (a == "--trace-iterations" && i + 1 < argc)
+      trace_iterations = std::max(1, std::atoi(argv[++i]));
     else {
       std::cerr << "usage: " << argv[0]
                 << " --config FILE [--set key=value ...] [--iterations N] [--repeats R] [--label NAME]"
-                   " [--list-launches] [--fused-phases N]\n";
+                   " [--list-launches] [--fused-phases N] [--kernel-trace FILE [--trace-iterations N]]\n";
       return 2;
     }
   }
@@ -117,6 +169,8 @@ int main(int argc, char** argv) {
         config_path.empty() ? foxrl::TrainConfig{} : foxrl::TrainConfig::from_json_file(config_path);
     config.apply_overrides(overrides);
     if (label.empty()) label = config_path.empty() ? "defaults" : config_path;
+    if (std::string why; !kernel_trace.empty() && !foxrl::bench::KernelTrace::available(why))
+      throw foxrl::UsageError("--kernel-trace: " + why);
     foxrl::DqnTrainer<Exec> trainer(config);
     auto& context = trainer.context();
     foxrl::FusedUpdateStamps<Exec::memory_space> stamps;
@@ -189,6 +243,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < window_s.size(); ++i) std::printf("%s%.4f", i ? "," : "", window_s[i]);
     std::printf("]}\n");
     if (fused_phases > 0) print_fused_phases(context, label, stamps);
+    if (!kernel_trace.empty()) write_kernel_trace(trainer, kernel_trace, trace_iterations);
   } catch (const std::exception& e) {
     std::cerr << "foxrl_bench_pipeline: " << e.what() << "\n";
     return 1;

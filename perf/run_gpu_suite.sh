@@ -6,7 +6,8 @@
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
 # STAGES is a comma list out of build,tests,bench,pytorch,learn,epoch,data,
-# peers,regress,profile (default: all but regress and profile); they run in
+# peers,regress,trace,profile (default: all but regress, trace and profile);
+# trace records the warm iteration graph's nodes (--kernel-trace); they run in
 # that order, so the diagnostic profile cannot crowd out a measurement under
 # DEADLINE. bench times the three pipeline configs (market-throughput,
 # cartpole-throughput, cartpole-learn) in us per iteration as perf/README.md
@@ -101,6 +102,17 @@ if want regress; then
   python3 perf/regress.py --current "$out/regress.json" > "$logs/regress.txt" 2>&1
   note "regress rc=$?"
   grep -E "REGRESSION|MISSING|regress" "$logs/regress.txt" | tail -20 | tee -a "$summary"
+fi
+if want trace; then
+  # Warm, in place: each node of the replayed iteration graph and the gaps
+  # between them (CUPTI, perf/kernel_trace.py), per pipeline config.
+  for cfg in market-throughput cartpole-throughput cartpole-learn; do
+    timeout 300 "$bin/perf/foxrl_bench_pipeline" --config "perf/configs/$cfg.json" --label "$cfg" --iterations 300 \
+      --repeats 1 --kernel-trace "$logs/trace_$cfg.csv" > /dev/null 2> "$logs/trace_$cfg.err" ||
+      { note "trace $cfg failed: $(tail -1 "$logs/trace_$cfg.err")"; continue; }
+    python3 perf/kernel_trace.py "$logs/trace_$cfg.csv" "$cfg" | tee -a "$summary"
+    python3 perf/kernel_trace.py --json "$logs/trace_$cfg.csv" "$cfg" >> "$out/kernel_trace.jsonl"
+  done
 fi
 if want profile; then
   # Per-kernel GPU time (ncu, clocks left as they are) of one blas update,

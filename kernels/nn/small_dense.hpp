@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace foxrl {
 namespace kernels {
@@ -23,6 +24,11 @@ namespace kernels {
 /// Most outputs one pass of the head kernel forms (more take several
 /// launches); also the widest head whose greedy action can be fused.
 inline constexpr int small_dense_max_outputs = 8;
+
+/// Nothing after a row's greedy action (the head kernel's default).
+struct NothingAfterRow {
+  KOKKOS_INLINE_FUNCTION void operator()(int) const {}
+};
 
 namespace detail {
 /// Per-lane partial dot products of N outputs: the value type of the head
@@ -100,7 +106,10 @@ struct RegisterRow {
 /// store cannot move above it, and with 4 columns per step a 512-wide row
 /// waited for 4 such round trips. Each lane adds its columns in increasing
 /// order, whatever the chunk.
-template <class ExecSpace, int NOUT>
+/// With a greedy action, `after_row(m)` then runs on the thread that stored
+/// row m's action (e.g. the collector's env step, which reads it: one
+/// launch fewer on the iteration's chain than a step of its own).
+template <class ExecSpace, int NOUT, class AfterRow = NothingAfterRow>
 struct SmallDenseRows {
   static constexpr int chunk = 8;
   /// GPUs: teams of 8 rows x 32 lanes, at most 64 registers a thread, so 4
@@ -114,6 +123,7 @@ struct SmallDenseRows {
   int n0 = 0;
   int vector = 1;
   bool epilogue = false;  ///< apply hidden_bias + ReLU to X (first pass only)
+  AfterRow after_row = {};
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int m = team.league_rank() * team.team_size() + team.team_rank();
@@ -170,45 +180,50 @@ struct SmallDenseRows {
       if (NOUT >= 2 && a.greedy != nullptr) {
         const detail::RegisterRow row{out};
         a.greedy[m] = greedy_action(row, 0, NOUT - 1, advantage_mean(row, 0, NOUT - 1));
+        after_row(m);
       }
     });
   }
 };
 
 namespace detail {
-template <class ExecSpace, int NOUT>
-void launch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, bool epilogue) {
+template <class ExecSpace, int NOUT, class AfterRow>
+void launch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, bool epilogue,
+                             const AfterRow& after_row) {
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   // GPUs: 8 rows (warps) per team of 256 threads; host backends: one row
   // per single-thread team.
   const int rows_per_team = host ? 1 : 8;
-  using F = SmallDenseRows<ExecSpace, NOUT>;
+  using F = SmallDenseRows<ExecSpace, NOUT, AfterRow>;
   F f;
   f.a = a;
   f.n0 = n0;
   f.vector = host ? 1 : 32;
   f.epilogue = epilogue;
+  f.after_row = after_row;
   typename F::policy_type policy(space, (a.rows + rows_per_team - 1) / rows_per_team, rows_per_team, f.vector);
   Kokkos::parallel_for("foxrl::kernels::small_dense_forward", compat::light(policy), f);
 }
 
-template <class ExecSpace, int NOUT = 1>
-void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, int outputs, bool epilogue) {
+template <class ExecSpace, int NOUT = 1, class AfterRow = NothingAfterRow>
+void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, int n0, int outputs, bool epilogue,
+                               const AfterRow& after_row = AfterRow()) {
   if constexpr (NOUT < small_dense_max_outputs) {
     if (outputs != NOUT) {
-      dispatch_small_dense_rows<ExecSpace, NOUT + 1>(space, a, n0, outputs, epilogue);
+      dispatch_small_dense_rows<ExecSpace, NOUT + 1>(space, a, n0, outputs, epilogue, after_row);
       return;
     }
   }
-  launch_small_dense_rows<ExecSpace, NOUT>(space, a, n0, epilogue);
+  launch_small_dense_rows<ExecSpace, NOUT>(space, a, n0, epilogue, after_row);
 }
 }  // namespace detail
 
 /// Runs the head kernel (SmallDenseArgs): one launch per 8 outputs; with an
 /// input epilogue, the first launch applies it (and stores H when x_out is
-/// set) and later ones read the stored H.
-template <class ExecSpace>
-void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
+/// set) and later ones read the stored H. `after_row(m)` runs once per row
+/// after its greedy action (needs args.greedy; see SmallDenseRows).
+template <class ExecSpace, class AfterRow = NothingAfterRow>
+void small_dense(const ExecSpace& space, const SmallDenseArgs& args, const AfterRow& after_row = AfterRow()) {
   if (args.rows <= 0 || args.outputs <= 0) return;
   if (args.hidden_bias != nullptr && args.outputs > small_dense_max_outputs &&
       (args.x_out != args.x || args.x_out_rows < args.rows))
@@ -217,10 +232,12 @@ void small_dense(const ExecSpace& space, const SmallDenseArgs& args) {
   if (args.greedy != nullptr && (args.outputs < 2 || args.outputs > small_dense_max_outputs))
     throw LogicError("foxrl::kernels::small_dense: a fused greedy action needs 2 to 8 head outputs, got " +
                      std::to_string(args.outputs));
+  if (!std::is_same_v<AfterRow, NothingAfterRow> && args.greedy == nullptr)
+    throw LogicError("foxrl::kernels::small_dense: work after each row's greedy action needs the greedy action");
   for (int n0 = 0; n0 < args.outputs; n0 += small_dense_max_outputs) {
     const int n = std::min(args.outputs - n0, small_dense_max_outputs);
     const bool epilogue = args.hidden_bias != nullptr && n0 == 0;
-    detail::dispatch_small_dense_rows(space, args, n0, n, epilogue);
+    detail::dispatch_small_dense_rows(space, args, n0, n, epilogue, after_row);
   }
 }
 
@@ -267,11 +284,13 @@ void small_dense_forward(const ExecSpace& space, const ConstMatrix<MemorySpace>&
 /// bias_activation, small_dense_forward and dueling_q_values. H is stored
 /// in place of Z in the first `store_rows` rows (negative: all; a head of
 /// more than 8 outputs stores all, its later passes read H).
-template <class ExecSpace, class MemorySpace>
+/// `after_row(m)`: see small_dense.
+template <class ExecSpace, class MemorySpace, class AfterRow = NothingAfterRow>
 void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<MemorySpace>& z,
                                    const ConstVector<MemorySpace>& hidden_bias, const ConstMatrix<MemorySpace>& w,
                                    const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y,
-                                   std::int32_t* greedy = nullptr, int store_rows = -1) {
+                                   std::int32_t* greedy = nullptr, int store_rows = -1,
+                                   const AfterRow& after_row = AfterRow()) {
   SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
   if (hidden_bias.extent(0) != z.extent(1))
     throw LogicError("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
@@ -281,7 +300,7 @@ void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<M
   a.x_out = z.data();
   a.x_out_rows = store_rows < 0 || a.outputs > small_dense_max_outputs ? a.rows : std::min(store_rows, a.rows);
   a.greedy = greedy;
-  small_dense(space, a);
+  small_dense(space, a, after_row);
 }
 
 }  // namespace kernels

@@ -1,7 +1,8 @@
 #pragma once
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
-// FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_CUDA_STACKED_ROWS,
+// FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
+// FOXRL_CUDA_NARROW_INPUT,
 // FOXRL_INSERT_IN_RECORD, FOXRL_NORMALIZE_IN_SAMPLE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; one path that measured slower, kept for
@@ -57,6 +58,13 @@ inline bool gemm_epilogue_masks_requested_by_environment() {
 /// runs inside that launch instead of one of its own; "0" turns it off.
 inline bool fused_env_step_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED_ENV_STEP"); }
 
+/// FOXRL_ENV_STEP_IN_HEAD: where the collector's greedy actions come from
+/// the head kernel (the blas backend's dueling head; more envs than the
+/// fused forward takes), the env's choosing step runs inside that launch,
+/// on the thread that stored each env's action, instead of one of its own;
+/// "0" turns it off. Every backend.
+inline bool env_step_in_head_allowed_by_environment() { return switch_on_in_environment("FOXRL_ENV_STEP_IN_HEAD"); }
+
 /// FOXRL_CLOCK_IN_PRIORITY_UPDATE=1: a training iteration with updates
 /// advances its device clock (and adds the last update's metrics to the
 /// epoch sums) in the last team of its last priority update instead of a
@@ -87,6 +95,12 @@ inline bool normalize_in_sample_allowed_by_environment() {
 /// may sum a row in another order at another row count, and a host run
 /// gains nothing from one call less.)
 inline bool stacked_rows_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_STACKED_ROWS"); }
+
+/// FOXRL_CUDA_NARROW_INPUT: a blas-backend forward on the GPU of a layer
+/// with at most 8 inputs (CartPole's first layer) by a kernel of one thread
+/// per output instead of the gemm library; "0" turns it off. (Host backends
+/// keep their BLAS, whose bits their results keep.)
+inline bool narrow_input_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_NARROW_INPUT"); }
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

@@ -19,6 +19,7 @@
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
 #include "kernels/nn/matmul_precision.hpp"
+#include "kernels/nn/narrow_dense.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/tiled_gemm.hpp"
 #include "nn/dense_backend.hpp"
@@ -85,9 +86,19 @@ class DenseOps {
   /// reads both blocks in one launch anyway).
   bool stacked_rows() const { return stacked_rows_; }
   void set_stacked_rows(bool on) { stacked_rows_ = on; }
+  /// Whether forward() on the blas backend takes a layer with at most
+  /// kernels::narrow_dense_max_inputs inputs and no ReLU bitmask to write
+  /// by kernels::narrow_dense_forward (one launch over both row blocks)
+  /// instead of the library (on GPUs unless FOXRL_CUDA_NARROW_INPUT=0; off
+  /// on host backends, whose BLAS sums in its own order: host results keep
+  /// their bits).
+  bool narrow_inputs() const { return narrow_inputs_; }
+  void set_narrow_inputs(bool on) { narrow_inputs_ = on; }
   /// Products (library calls or tiled launches) forward() has issued so
   /// far: how a caller tells one product over stacked rows from two.
   std::int64_t forward_products() const { return forward_products_; }
+  /// Of those, the narrow-input kernel's launches.
+  std::int64_t narrow_products() const { return narrow_products_; }
 
   /// The blas backend's gemm (LogicError on the portable backend).
   RowMajorGemm<ExecSpace>& gemm() {
@@ -130,6 +141,27 @@ class DenseOps {
       kernels::tiled_gemm(space, "foxrl::kernels::dense_forward", a, kernels::transposed_operand(w), y.data(),
                           static_cast<std::ptrdiff_t>(y.stride(0)), M, N, K, ep);
       ++forward_products_;
+      return false;
+    }
+    if (narrow_inputs_ && mask.bits == nullptr && kernels::narrow_dense_fits(M, K, N) &&
+        (M == M1 || x2.stride(0) == x1.stride(0))) {
+      kernels::NarrowDenseArgs a;
+      a.rows = M;
+      a.inputs = K;
+      a.outputs = N;
+      a.x1 = x1.data();
+      a.x2 = x2.data();
+      a.split = M1;
+      a.x_ld = static_cast<std::ptrdiff_t>(x1.stride(0));
+      a.w = w.data();
+      a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
+      a.b = bias.data();
+      a.y = y.data();
+      a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
+      a.relu = relu;
+      kernels::narrow_dense_forward(space, a);
+      ++forward_products_;
+      ++narrow_products_;
       return false;
     }
     if (M > M1 && stacked_rows_ && rows_follow(x1, x2) && (mask.bits == nullptr || mask.rows >= M)) {
@@ -270,7 +302,10 @@ class DenseOps {
   bool epilogue_masks_ = gemm_epilogue_masks_requested_by_environment();
   bool stacked_rows_ =
       !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && stacked_rows_allowed_by_environment();
+  bool narrow_inputs_ =
+      !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && narrow_input_allowed_by_environment();
   std::int64_t forward_products_ = 0;
+  std::int64_t narrow_products_ = 0;
 
   /// Whether x2's rows start right after x1's, at the same unpadded stride
   /// (x1.data() then holds [X1; X2] as one row-major matrix).

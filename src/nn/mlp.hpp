@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace foxrl {
@@ -111,9 +112,16 @@ class Mlp {
   /// nothing is copied). Returns the head outputs [rows, head_outputs]
   /// (rows of output()); activations stay for backward. `greedy` receives
   /// each row's dueling greedy action when fuses_greedy() (ignored
-  /// otherwise).
+  /// otherwise). With fuses_greedy() and `greedy`, `after_row(m)` (a device
+  /// functor) runs in the head kernel's launch once row m's greedy action
+  /// is stored (kernels::small_dense); otherwise it must be
+  /// kernels::NothingAfterRow.
+  template <class AfterRow = kernels::NothingAfterRow>
   MutableMatrix<memory_space> forward(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x1,
-                                      const ConstMatrix<memory_space>& x2, std::int32_t* greedy = nullptr) {
+                                      const ConstMatrix<memory_space>& x2, std::int32_t* greedy = nullptr,
+                                      const AfterRow& after_row = AfterRow()) {
+    if (!std::is_same_v<AfterRow, kernels::NothingAfterRow> && (!fuses_greedy() || greedy == nullptr))
+      throw LogicError("foxrl::Mlp::forward: work after each row's greedy action needs the fused greedy head");
     const int n1 = static_cast<int>(x1.extent(0));
     const int n = n1 + static_cast<int>(x2.extent(0));
     check_params("forward", params);
@@ -162,7 +170,8 @@ class Mlp {
       kernels::bias_relu_small_dense_forward(space, out, b,
                                              ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
                                              ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head,
-                                             fuses_greedy() ? greedy : nullptr, std::min(m1, max_backward_rows_));
+                                             fuses_greedy() ? greedy : nullptr, std::min(m1, max_backward_rows_),
+                                             after_row);
       break;
     }
     return head;

@@ -489,20 +489,29 @@ class DqnLearner {
 
   /// greedy_actions(), then `per_env(i)` for every row i of `states` (a
   /// device-callable functor, e.g. the env's choosing step, reading the
-  /// greedy actions) inside the same launch where the fused forward takes
-  /// all rows in one block (CUDA; FOXRL_CUDA_FUSED_ENV_STEP=0 turns it off).
+  /// greedy actions) inside the same launch: where the fused forward takes
+  /// all rows in one block (CUDA; FOXRL_CUDA_FUSED_ENV_STEP=0 turns it off),
+  /// or else where the head kernel forms the greedy actions (the blas
+  /// backend's dueling head, every backend; FOXRL_ENV_STEP_IN_HEAD=0 turns
+  /// it off), on the thread that stored row i's action.
   /// Returns whether it ran `per_env`; if not, the caller runs it.
   /// kernels::NoPerEnvStep as `per_env`: only the greedy actions.
   template <class PerEnv>
   bool greedy_actions_then(const ExecSpace& space, const ConstMatrix<memory_space>& states,
                            const Kokkos::View<std::int32_t*, memory_space>& actions_out, const PerEnv& per_env) {
-    if (!fuses_env_step(static_cast<int>(states.extent(0))) || std::is_same_v<PerEnv, kernels::NoPerEnvStep> ||
+    const int rows = static_cast<int>(states.extent(0));
+    if (!fuses_env_step(rows) || std::is_same_v<PerEnv, kernels::NoPerEnvStep> ||
         actions_out.extent(0) != states.extent(0)) {
       greedy_actions(space, states, actions_out);
       return false;
     }
-    check_states(states, "greedy_actions_then");
-    launch_fused_forward(space, states, actions_out.data(), per_env);
+    if constexpr (!std::is_same_v<PerEnv, kernels::NoPerEnvStep>) {
+      check_states(states, "greedy_actions_then");
+      if (fused_forward(rows))
+        launch_fused_forward(space, states, actions_out.data(), per_env);
+      else
+        online_net_.forward(space, online_.flat, states, {}, actions_out.data(), per_env);
+    }
     return true;
   }
 
@@ -511,10 +520,14 @@ class DqnLearner {
   bool fuses_env_step([[maybe_unused]] int rows) const {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
-      return fuse_env_step_ && fused_forward(rows) && kernels::cuda::small_forward_one_block(rows);
+      if (fused_forward(rows)) return fuse_env_step_ && kernels::cuda::small_forward_one_block(rows);
 #endif
-    return false;
+    return env_step_in_head_ && rows > 0 && online_net_.fuses_greedy();
   }
+  /// Turns the env step inside the head kernel's launch on or off (on
+  /// unless FOXRL_ENV_STEP_IN_HEAD=0), where the fused forward does not
+  /// take the rows.
+  void set_env_step_in_head(bool on) { env_step_in_head_ = on; }
   /// Turns the env step inside the forward's launch on or off (on where
   /// the fused forward runs, unless FOXRL_CUDA_FUSED_ENV_STEP=0).
   void set_fused_env_step(bool on) { fuse_env_step_ = on; }
@@ -667,6 +680,7 @@ class DqnLearner {
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   bool fuse_env_step_ = fused_env_step_allowed_by_environment();  ///< greedy_actions_then's per-env work in it
+  bool env_step_in_head_ = env_step_in_head_allowed_by_environment();  ///< ... or in the head kernel's launch
   int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
   int fused_threads_ =
       fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)

@@ -1,0 +1,287 @@
+// foxrl_gemm_survey: every fp32 algorithm cuBLASLt offers for the dense
+// layers' products of the pipeline configs, timed warm on this GPU, beside
+// cuBLAS' own choice (cublasSgemm, what RowMajorGemm calls) and the first
+// of cuBLASLt's heuristics (what EpilogueGemm keeps). It answers one
+// question before a per-shape algorithm choice is built: how much of the
+// gemms' time a better algorithm would save, shape by shape.
+//
+// No Kokkos: plain cuBLAS / cuBLASLt on one stream, operands filled with
+// random values once. Each candidate runs twice on the same inputs and its
+// outputs are compared bit for bit (a candidate whose result changes run
+// to run cannot serve a bit-exact resume). Prints one JSON line per
+// candidate and a summary table per shape.
+//
+//   foxrl_gemm_survey [--repeats 5] [--calls 200] [--algos 32]
+//
+// Times are per call inside a replayed graph of `calls` products (warm
+// operands in L2, as in the iteration graph).
+//
+// Only built in CUDA builds (perf/CMakeLists.txt).
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "foxrl_gemm_survey: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "foxrl_gemm_survey: %s: cuBLAS status %d\n", what, static_cast<int>(s));
+    std::exit(1);
+  }
+}
+
+/// One row-major product of the pipeline, in the library's terms:
+/// forward   Y[rows, out] = X[rows, in] W[out, in]^T (+ bias, ReLU)
+/// dx        dX[rows, in] = dY[rows, out] W[out, in]
+/// dw        dW[out, in]  = dY[rows, out]^T X[rows, in]
+struct Shape {
+  const char* config;
+  const char* what;
+  char kind;  // 'f' forward, 'x' dx, 'w' dw
+  int rows, in, out;
+  bool relu_bias;  // forward with cuBLASLt's RELU_BIAS epilogue (else plain)
+};
+
+/// Column-major D[m, n] = op(A) op(B) as cuBLAS sees the row-major product.
+struct ColMajor {
+  cublasOperation_t ta, tb;
+  int m, n, k;
+  int lda, ldb, ldd;
+};
+
+ColMajor col_major(const Shape& s) {
+  switch (s.kind) {
+    case 'f':  // Y^T[out, rows] = W(op T of [in, out]) X^T([in, rows])
+      return {CUBLAS_OP_T, CUBLAS_OP_N, s.out, s.rows, s.in, s.in, s.in, s.out};
+    case 'x':  // dX^T[in, rows] = W^T([in, out]) dY^T([out, rows])
+      return {CUBLAS_OP_N, CUBLAS_OP_N, s.in, s.rows, s.out, s.in, s.out, s.in};
+    default:  // dW^T[in, out] = X^T([in, rows]) (dY^T)^T (op T of [out, rows])
+      return {CUBLAS_OP_N, CUBLAS_OP_T, s.in, s.out, s.rows, s.in, s.out, s.in};
+  }
+}
+
+struct Timer {
+  cudaStream_t stream;
+  cudaEvent_t a, b;
+  explicit Timer(cudaStream_t s) : stream(s) {
+    check(cudaEventCreate(&a), "event");
+    check(cudaEventCreate(&b), "event");
+  }
+  /// `calls` launches of `call` captured once as a CUDA graph and the
+  /// graph replayed `repeats` times: per-call GPU time without the host's
+  /// launch cost (back-to-back host launches of a small product measure
+  /// the launch, about 7 us, not the product).
+  template <class F>
+  double median_us(const F& call, int calls, int repeats) {
+    for (int i = 0; i < 5; ++i) call();
+    cudaGraph_t graph;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    for (int i = 0; i < calls; ++i) call();
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    cudaGraphExec_t exec;
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    check(cudaGraphLaunch(exec, stream), "warm graph");
+    std::vector<double> t;
+    for (int r = 0; r < repeats; ++r) {
+      check(cudaEventRecord(a, stream), "record");
+      check(cudaGraphLaunch(exec, stream), "graph");
+      check(cudaEventRecord(b, stream), "record");
+      check(cudaEventSynchronize(b), "sync");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+      t.push_back(1000.0 * ms / calls);
+    }
+    check(cudaGraphExecDestroy(exec), "destroy exec");
+    check(cudaGraphDestroy(graph), "destroy graph");
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+int algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  std::uint32_t v = 0;
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return -1;
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeats = 5, calls = 200, max_algos = 32;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (a == "--repeats")
+      repeats = v;
+    else if (a == "--calls")
+      calls = v;
+    else if (a == "--algos")
+      max_algos = v;
+    else {
+      std::fprintf(stderr, "usage: foxrl_gemm_survey [--repeats N] [--calls N] [--algos N]\n");
+      return 2;
+    }
+  }
+  const std::vector<Shape> shapes = {
+      {"cartpole-throughput", "collector L1 4096x256<-256", 'f', 4096, 256, 256, false},
+      {"cartpole-throughput", "collector L0 4096x256<-4", 'f', 4096, 4, 256, true},
+      {"cartpole-throughput", "update [s;s'] L1 2048x256<-256", 'f', 2048, 256, 256, false},
+      {"cartpole-throughput", "update [s;s'] L0 2048x256<-4", 'f', 2048, 4, 256, true},
+      {"cartpole-throughput", "target s' L1 1024x256<-256", 'f', 1024, 256, 256, false},
+      {"cartpole-throughput", "dX L1 1024x256", 'x', 1024, 256, 256, false},
+      {"cartpole-throughput", "dW L1 256x256 over 1024", 'w', 1024, 256, 256, false},
+      {"cartpole-throughput", "dW L0 256x4 over 1024", 'w', 1024, 4, 256, false},
+      {"market-throughput", "collector L1 4096x512<-512", 'f', 4096, 512, 512, false},
+      {"market-throughput", "collector L0 4096x512<-65", 'f', 4096, 65, 512, true},
+      {"market-throughput", "update [s;s'] L1 2048x512<-512", 'f', 2048, 512, 512, false},
+      {"market-throughput", "update [s;s'] L0 2048x512<-65", 'f', 2048, 65, 512, true},
+      {"market-throughput", "target s' L1 1024x512<-512", 'f', 1024, 512, 512, false},
+      {"market-throughput", "target s' L0 1024x512<-65", 'f', 1024, 65, 512, true},
+      {"market-throughput", "dX L1 1024x512", 'x', 1024, 512, 512, false},
+      {"market-throughput", "dW L1 512x512 over 1024", 'w', 1024, 512, 512, false},
+      {"market-throughput", "dW L0 512x65 over 1024", 'w', 1024, 65, 512, false},
+      {"padded", "collector L0 4096x512<-68", 'f', 4096, 68, 512, true},
+      {"padded", "collector L0 4096x512<-72", 'f', 4096, 72, 512, true},
+      {"padded", "update [s;s'] L0 2048x512<-68", 'f', 2048, 68, 512, true},
+      {"padded", "target s' L0 1024x512<-68", 'f', 1024, 68, 512, true},
+      {"padded", "dW L0 512x68 over 1024", 'w', 1024, 68, 512, false},
+      {"padded", "collector L0 4096x256<-8", 'f', 4096, 8, 256, true},
+  };
+
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  cublasHandle_t blas;
+  check(cublasCreate(&blas), "cublasCreate");
+  check(cublasSetStream(blas, stream), "cublasSetStream");
+  check(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "math mode");
+  cublasLtHandle_t lt;
+  check(cublasLtCreate(&lt), "cublasLtCreate");
+  const std::size_t workspace_bytes = 32u << 20;
+  void* workspace = nullptr;
+  check(cudaMalloc(&workspace, workspace_bytes), "workspace");
+  check(cublasSetWorkspace(blas, workspace, workspace_bytes), "cublasSetWorkspace");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  std::printf("# %s, %d SMs; fp32 (CUBLAS_COMPUTE_32F), median of %d replays of a CUDA graph of %d calls\n", prop.name,
+              prop.multiProcessorCount, repeats, calls);
+
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  Timer timer(stream);
+  for (const Shape& s : shapes) {
+    const ColMajor c = col_major(s);
+    const std::size_t a_elems = std::size_t(c.lda) * (c.ta == CUBLAS_OP_N ? c.k : c.m);
+    const std::size_t b_elems = std::size_t(c.ldb) * (c.tb == CUBLAS_OP_N ? c.n : c.k);
+    const std::size_t d_elems = std::size_t(c.ldd) * c.n;
+    std::vector<float> host(std::max({a_elems, b_elems, d_elems}));
+    float *A, *B, *D, *D2, *bias;
+    check(cudaMalloc(&A, a_elems * 4), "A");
+    check(cudaMalloc(&B, b_elems * 4), "B");
+    check(cudaMalloc(&D, d_elems * 4), "D");
+    check(cudaMalloc(&D2, d_elems * 4), "D2");
+    check(cudaMalloc(&bias, std::size_t(c.m) * 4), "bias");
+    const auto fill = [&](float* p, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) host[i] = uni(rng);
+      check(cudaMemcpy(p, host.data(), n * 4, cudaMemcpyHostToDevice), "fill");
+    };
+    fill(A, a_elems);
+    fill(B, b_elems);
+    fill(bias, std::size_t(c.m));
+    const float one = 1.0f, zero = 0.0f;
+    const double flops = 2.0 * c.m * c.n * c.k;
+    // cuBLAS' own choice (plain product; the epilogue's work is not in it).
+    const double sgemm_us = timer.median_us(
+        [&] {
+          check(cublasSgemm(blas, c.ta, c.tb, c.m, c.n, c.k, &one, A, c.lda, B, c.ldb, &zero, D, c.ldd), "sgemm");
+        },
+        calls, repeats);
+
+    cublasLtMatmulDesc_t desc;
+    check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.ta, sizeof(c.ta)), "ta");
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.tb, sizeof(c.tb)), "tb");
+    const cublasLtEpilogue_t epi = s.relu_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
+    if (s.relu_bias)
+      check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias");
+    cublasLtMatrixLayout_t la, lb, ld;
+    check(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, c.ta == CUBLAS_OP_N ? c.m : c.k,
+                                     c.ta == CUBLAS_OP_N ? c.k : c.m, c.lda),
+          "layout a");
+    check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, c.tb == CUBLAS_OP_N ? c.k : c.n,
+                                     c.tb == CUBLAS_OP_N ? c.n : c.k, c.ldb),
+          "layout b");
+    check(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, c.m, c.n, c.ldd), "layout d");
+    cublasLtMatmulPreference_t pref;
+    check(cublasLtMatmulPreferenceCreate(&pref), "pref");
+    const std::uint64_t ws = workspace_bytes;
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+          "pref ws");
+    std::vector<cublasLtMatmulHeuristicResult_t> results(max_algos);
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, max_algos, results.data(), &found),
+          "heuristic");
+    double first_us = 0, best_us = 1e30;
+    int best = -1;
+    std::vector<float> r1(d_elems), r2(d_elems);
+    for (int i = 0; i < found; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasLtMatmulAlgo_t* algo = &results[i].algo;
+      const auto run = [&](float* out) {
+        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, algo, workspace,
+                              workspace_bytes, stream);
+      };
+      if (run(D) != CUBLAS_STATUS_SUCCESS) continue;
+      check(run(D2), "run twice");
+      check(cudaStreamSynchronize(stream), "sync");
+      check(cudaMemcpy(r1.data(), D, d_elems * 4, cudaMemcpyDeviceToHost), "r1");
+      check(cudaMemcpy(r2.data(), D2, d_elems * 4, cudaMemcpyDeviceToHost), "r2");
+      const bool same = std::memcmp(r1.data(), r2.data(), d_elems * 4) == 0;
+      const double us = timer.median_us([&] { check(run(D), "lt"); }, calls, repeats);
+      if (i == 0) first_us = us;
+      if (same && us < best_us) {
+        best_us = us;
+        best = i;
+      }
+      std::printf(
+          "{\"bench\":\"gemm_survey\",\"config\":\"%s\",\"shape\":\"%s\",\"rank\":%d,\"us\":%.3f,\"tflops\":%.2f,"
+          "\"tile\":%d,\"stages\":%d,\"splitk\":%d,\"reduction\":%d,\"swizzle\":%d,\"algo_id\":%d,"
+          "\"workspace\":%zu,\"same_bits_twice\":%s}\n",
+          s.config, s.what, i, us, flops / us * 1e-6, algo_attr(*algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_STAGES_ID), algo_attr(*algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), algo_attr(*algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_ID), results[i].workspaceSize, same ? "true" : "false");
+    }
+    std::printf("# %-20s %-34s sgemm %7.2f us | lt first %7.2f | lt best %7.2f (rank %d of %d) | %.2f TFLOP/s\n",
+                s.config, s.what, sgemm_us, first_us, best_us, best, found, flops / std::min(best_us, sgemm_us) * 1e-6);
+    std::fflush(stdout);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(desc);
+    for (float* p : {A, B, D, D2, bias}) cudaFree(p);
+  }
+  cublasLtDestroy(lt);
+  cublasDestroy(blas);
+  cudaFree(workspace);
+  cudaStreamDestroy(stream);
+  return 0;
+}

@@ -222,11 +222,11 @@ int main(int argc, char** argv) {
     if (s.relu_bias)
       check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias");
     cublasLtMatrixLayout_t la, lb, ld;
-    check(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, c.ta == CUBLAS_OP_N ? c.m : c.k,
-                                     c.ta == CUBLAS_OP_N ? c.k : c.m, c.lda),
+    check(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, c.ta == CUBLAS_OP_N ? c.m : c.k, c.ta == CUBLAS_OP_N ? c.k : c.m,
+                                     c.lda),
           "layout a");
-    check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, c.tb == CUBLAS_OP_N ? c.k : c.n,
-                                     c.tb == CUBLAS_OP_N ? c.n : c.k, c.ldb),
+    check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, c.tb == CUBLAS_OP_N ? c.k : c.n, c.tb == CUBLAS_OP_N ? c.n : c.k,
+                                     c.ldb),
           "layout b");
     check(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, c.m, c.n, c.ldd), "layout d");
     cublasLtMatmulPreference_t pref;
@@ -245,8 +245,8 @@ int main(int argc, char** argv) {
       if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
       const cublasLtMatmulAlgo_t* algo = &results[i].algo;
       const auto run = [&](float* out) {
-        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, algo, workspace,
-                              workspace_bytes, stream);
+        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, algo, workspace, workspace_bytes,
+                              stream);
       };
       if (run(D) != CUBLAS_STATUS_SUCCESS) continue;
       check(run(D2), "run twice");

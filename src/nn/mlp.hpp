@@ -167,11 +167,10 @@ class Mlp {
       ops_->gemm()(space, false, true, in1, w, out1);
       if (n > m1) ops_->gemm()(space, false, true, in2, w, out2);
       // H is stored only where a backward can read it (the first rows of x1).
-      kernels::bias_relu_small_dense_forward(space, out, b,
-                                             ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
-                                             ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head,
-                                             fuses_greedy() ? greedy : nullptr, std::min(m1, max_backward_rows_),
-                                             after_row);
+      kernels::bias_relu_small_dense_forward(
+          space, out, b, ConstMatrix<memory_space>(layer_weight(params, layout_, L - 1)),
+          ConstVector<memory_space>(layer_bias(params, layout_, L - 1)), head, fuses_greedy() ? greedy : nullptr,
+          std::min(m1, max_backward_rows_), after_row);
       break;
     }
     return head;

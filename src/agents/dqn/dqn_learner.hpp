@@ -679,7 +679,7 @@ class DqnLearner {
   bool gradients_pending_ = false;
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
-  bool fuse_env_step_ = fused_env_step_allowed_by_environment();  ///< greedy_actions_then's per-env work in it
+  bool fuse_env_step_ = fused_env_step_allowed_by_environment();       ///< greedy_actions_then's per-env work in it
   bool env_step_in_head_ = env_step_in_head_allowed_by_environment();  ///< ... or in the head kernel's launch
   int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
   int fused_threads_ =

@@ -127,19 +127,32 @@ TEST_CASE("record_step_in_one_team takes up to 2,048 envs and 8,192 elements", "
   CHECK_FALSE(foxrl::kernels::record_step_in_one_team(4096, 4));
 }
 
-TEMPLATE_TEST_CASE("the one-team record of a step equals the statistics' and the n-step launches, bit for bit",
+TEST_CASE("record_step_across_teams takes more envs than one team, with up to 8 components", "[collect][record_step]") {
+  CHECK(foxrl::kernels::record_step_across_teams(2049, 1));
+  CHECK(foxrl::kernels::record_step_across_teams(4096, 4));
+  CHECK(foxrl::kernels::record_step_across_teams(4096, 8));
+  CHECK_FALSE(foxrl::kernels::record_step_across_teams(4096, 9));
+  CHECK_FALSE(foxrl::kernels::record_step_across_teams(4096, 65));  // the market: two launches
+  CHECK_FALSE(foxrl::kernels::record_step_across_teams(2048, 4));   // one team
+}
+
+TEMPLATE_TEST_CASE("the record of a step in one launch equals the statistics' and the n-step launches, bit for bit",
                    "[collect][record_step]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   Exec space;
   struct Shape {
     int envs, dim, n;
   };
-  // 8 x 4: cartpole-learn; 2048 x 4: the most envs and elements one team
-  // takes; 126 x 65: a market observation; 300 x 1 with n = 1: every step
-  // emits and more episodes than the ring holds end in one step.
-  const Shape shape = GENERATE(Shape{8, 4, 3}, Shape{2048, 4, 3}, Shape{126, 65, 5}, Shape{300, 1, 1});
+  // One team: 8 x 4: cartpole-learn; 2048 x 4: the most envs and elements
+  // one team takes; 126 x 65: a market observation; 300 x 1 with n = 1:
+  // every step emits and more episodes than the ring holds end in one step.
+  // Across teams: 4096 x 4: cartpole-throughput; 2500 x 3 with n = 1: a
+  // last team of 68 envs.
+  const Shape shape = GENERATE(Shape{8, 4, 3}, Shape{2048, 4, 3}, Shape{126, 65, 5}, Shape{300, 1, 1},
+                               Shape{4096, 4, 3}, Shape{2500, 3, 1});
   INFO(shape.envs << " envs, " << shape.dim << " components, n = " << shape.n);
-  REQUIRE(foxrl::kernels::record_step_in_one_team(shape.envs, shape.dim));
+  REQUIRE((foxrl::kernels::record_step_in_one_team(shape.envs, shape.dim) ||
+           foxrl::kernels::record_step_across_teams(shape.envs, shape.dim)));
   const float gamma = 0.97f;
 
   foxrl::EpisodeStats<Exec> stats_twin(space, shape.envs), stats_fused(space, shape.envs);

@@ -490,8 +490,12 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
           foxrl::ReplayBuffer<Exec> buffer(space, config);
           buffer.set_update_owner_below_top(below_top);
           buffer.set_unchanged_mass_shortcuts(shortcuts);
-          // Both insert schedules meet both settings of each switch above.
+          // Both insert schedules meet both settings of each switch above;
+          // under alpha = 0 with the shortcuts, the flat uniform update runs
+          // in one of the two owner settings (it ignores the owner level)
+          // and the tree-owner update in the other.
           buffer.set_insert_spread(shortcuts != below_top);
+          buffer.set_flat_uniform_update(below_top);
           PriorityModel model(c.capacity, config.alpha, config.eps);
 
           std::mt19937_64 rng(7);
@@ -540,8 +544,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer sum tree matches a float64 model after random i
             CHECK(unit_samples > 0);
             CHECK(unit_samples < c.steps);  // quarantines interrupt the unit draws
           }
-          // Same draws, same tree (and maximum priority) bit for bit, whichever level the teams own and
-          // whether the shortcuts are taken.
+          // Same draws, same tree (and maximum priority) bit for bit, whichever level the teams own,
+          // whether the shortcuts are taken and whichever update uniform replay runs.
           const auto tree = to_host(space, buffer.storage().tree);
           std::vector<float> flat(tree.data(), tree.data() + tree.extent(0));
           flat.push_back(to_host(space, buffer.storage().max_priority)());

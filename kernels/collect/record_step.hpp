@@ -30,6 +30,18 @@ inline bool record_step_in_one_team(int num_envs, int obs_dim) {
          static_cast<std::int64_t>(num_envs) * obs_dim <= record_step_one_team_elements;
 }
 
+/// The most observation components per env of the record across teams:
+/// each team's n-step elements (its episode_stats_team_envs envs, one per
+/// thread) are then at most this many per thread.
+constexpr int record_step_across_teams_dim = 8;
+
+/// Whether one step of `num_envs` envs with `obs_dim` components, too many
+/// for one team, is recorded in one launch of one team per
+/// episode_stats_team_envs envs (record_step, `across_teams` on).
+inline bool record_step_across_teams(int num_envs, int obs_dim) {
+  return num_envs > episode_stats_one_team_envs && obs_dim <= record_step_across_teams_dim;
+}
+
 /// No team work after the record (record_step's default).
 struct NothingAfterRecord {
   std::size_t scratch_bytes() const { return 0; }
@@ -70,6 +82,28 @@ struct RecordStepInOneTeam {
   }
 };
 
+/// The record across teams (record_step): team t takes the n-step elements
+/// of envs [t E, t E + E) (E = episode_stats_team_envs), then its part of
+/// the statistics' device-wide record, whose last team finishes the ring
+/// (EpisodeStep::record_across_teams). The two touch disjoint Views and
+/// only read the step's rewards and flags. A named functor (see
+/// RecordStepInOneTeam).
+template <int Window, class MemorySpace, class ScratchSpace>
+struct RecordStepAcrossTeams {
+  using Scratch = Kokkos::View<int*, ScratchSpace, Kokkos::MemoryUnmanaged>;
+  EpisodeStep<Window, MemorySpace> stats;
+  NStepRecord<MemorySpace> nstep;
+  int teams;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const std::int64_t per_team = std::int64_t(episode_stats_team_envs) * nstep.dim;
+    const std::int64_t begin = team.league_rank() * per_team;
+    const std::int64_t end = begin + per_team < nstep.count() ? begin + per_team : nstep.count();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const std::int64_t flat) { nstep(flat); });
+    stats.record_across_teams(team, Scratch(team.team_scratch(0), teams));
+  }
+};
+
 /// Records one step: `stats` (episode_stats_record) and `nstep`
 /// (record_step_and_emit), with the same results. When
 /// record_step_in_one_team says so, one launch of one team
@@ -83,15 +117,30 @@ struct RecordStepInOneTeam {
 /// needs after.scratch_bytes() of level-0 team scratch and runs best on
 /// after.team_threads() threads (the team takes up to that many). With more envs,
 /// `after` gets a one-team launch of its own ("foxrl::Collector::after_record").
+/// More envs than one team takes, with few components
+/// (record_step_across_teams) and `across_teams` on, are recorded in one
+/// launch of a team per episode_stats_team_envs envs
+/// ("foxrl::Collector::record_step", RecordStepAcrossTeams) instead of the
+/// two launches.
 template <int Window, class ExecSpace, class MemorySpace, class After = NothingAfterRecord>
 void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>& stats,
-                 const NStepRecord<MemorySpace>& nstep, const After& after = After()) {
+                 const NStepRecord<MemorySpace>& nstep, const After& after = After(), bool across_teams = true) {
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   constexpr bool work_after = !std::is_same_v<After, NothingAfterRecord>;
   const int num_envs = static_cast<int>(stats.running.extent(0));
   if (!record_step_in_one_team(num_envs, nstep.dim)) {
-    episode_stats_record<Window, ExecSpace>(space, stats);
-    record_step_and_emit(space, nstep);
+    if (across_teams && record_step_across_teams(num_envs, nstep.dim)) {
+      using Body = RecordStepAcrossTeams<Window, MemorySpace, typename ExecSpace::scratch_memory_space>;
+      const int teams = (num_envs + episode_stats_team_envs - 1) / episode_stats_team_envs;
+      const Body body{stats, nstep, teams};
+      // Both functors' Views: a kernel argument, not constant memory (see below).
+      Policy policy(space, teams, power_of_two_team(space, body, episode_stats_team_envs));
+      policy.set_scratch_size(0, Kokkos::PerTeam(Body::Scratch::shmem_size(teams)));
+      Kokkos::parallel_for("foxrl::Collector::record_step", compat::light(policy), body);
+    } else {
+      episode_stats_record<Window, ExecSpace>(space, stats);
+      record_step_and_emit(space, nstep);
+    }
     if constexpr (work_after) {
       Policy policy(space, 1, power_of_two_team(space, after, after.team_threads()));
       policy.set_scratch_size(0, Kokkos::PerTeam(after.scratch_bytes()));

@@ -245,16 +245,51 @@ struct ReplayUpdateFunctor {
            sum_tree_scratch<ExecSpace>::shmem_size(std::size_t(groups) * sum_tree_fanout);
   }
 
+  /// A team's scratch: the compacted entries' slots (and their count at
+  /// [n]) and priorities, and the refresh's staging buffer.
+  struct Scratch {
+    scratch_ints slot;
+    sum_tree_scratch<ExecSpace> priority, buf;
+  };
+  /// Allocates a team's Scratch (once per launch: scratch allocations add up).
+  KOKKOS_INLINE_FUNCTION Scratch team_scratch(const member_type& team) const {
+    const std::size_t n = indices.extent(0);
+    return {
+        scratch_ints(team.team_scratch(scratch_level), n + 1),
+        sum_tree_scratch<ExecSpace>(team.team_scratch(scratch_level), n),
+        sum_tree_scratch<ExecSpace>(team.team_scratch(scratch_level), std::size_t(refresh_groups) * sum_tree_fanout)};
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const Scratch scratch = team_scratch(team);
+    update_owned(team, team.league_rank(), scratch);
+    constexpr bool work_after = !std::is_same_v<Then, NoLastTeamWork>;
+    if (owner_level == layout.tree_shape.top()) {
+      if constexpr (work_after) {
+        if (arrive_last(team, &storage.teams_done(), team.league_size())) Kokkos::single(Kokkos::PerTeam(team), then);
+      }
+      return;
+    }
+    // Every team (with entries or not) counts itself done; the last one
+    // refreshes the top level from the now final level below it.
+    if (!arrive_last(team, &storage.teams_done(), team.league_size())) return;
+    if constexpr (work_after) Kokkos::single(Kokkos::PerTeam(team), then);
+    refresh_top(team, scratch.buf);
+  }
+
+  /// The entries under node `owner` of owner_level: their leaves and the
+  /// levels above them up to that node, and the team's part of the maximum
+  /// priority (every team of a launch, each with its own owner, or one team
+  /// looping over every owner: the same tree bit for bit).
+  KOKKOS_INLINE_FUNCTION void update_owned(const member_type& team, const std::int64_t owner,
+                                           const Scratch& scratch) const {
     const int n = static_cast<int>(indices.extent(0));
     const auto& st = storage;
     const auto& shape = layout.tree_shape;
-    const int top = shape.top();
     const int own = owner_level;
-    const std::int64_t owner = team.league_rank();
-    scratch_ints local_slot(team.team_scratch(scratch_level), std::size_t(n) + 1);
-    sum_tree_scratch<ExecSpace> local_priority(team.team_scratch(scratch_level), std::size_t(n));
-    sum_tree_scratch<ExecSpace> buf(team.team_scratch(scratch_level), std::size_t(refresh_groups) * sum_tree_fanout);
+    const auto& local_slot = scratch.slot;
+    const auto& local_priority = scratch.priority;
+    const auto& buf = scratch.buf;
     const auto& idx = indices;
     const auto& td = td_abs;
     const std::int64_t written = inserted();
@@ -301,24 +336,22 @@ struct ReplayUpdateFunctor {
             Kokkos::Sum<int>(changed));
       }
       team.team_barrier();
-      if (changed > 0) update_leaves(team, local_slot, local_priority, m, buf);
+      if (changed > 0) update_leaves(team, local_slot, local_priority, m, buf, owner);
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
         if (team_max > st.max_priority()) Kokkos::atomic_fetch_max(&st.max_priority(), team_max);
       });
     }
-    constexpr bool work_after = !std::is_same_v<Then, NoLastTeamWork>;
-    if (own == top) {
-      if constexpr (work_after) {
-        if (arrive_last(team, &st.teams_done(), team.league_size())) Kokkos::single(Kokkos::PerTeam(team), then);
-      }
-      return;
-    }
+    // The scratch is reused by the next owner of a team that loops.
+    team.team_barrier();
+  }
 
-    // Every team (with entries or not) counts itself done; the last one
-    // refreshes the top level from the now final level below it (volatile
-    // loads: other teams wrote those nodes during this launch).
-    if (!arrive_last(team, &st.teams_done(), team.league_size())) return;
-    if constexpr (work_after) Kokkos::single(Kokkos::PerTeam(team), then);
+  /// The top level from the now final level below it, by the last team to
+  /// finish (volatile loads: other teams wrote those nodes during this
+  /// launch).
+  KOKKOS_INLINE_FUNCTION void refresh_top(const member_type& team, const sum_tree_scratch<ExecSpace>& buf) const {
+    const auto& st = storage;
+    const auto& shape = layout.tree_shape;
+    const int top = shape.top();
     constexpr int K = sum_tree_fanout;
     const int top_nodes = static_cast<int>(shape.nodes[top]);
     const std::int64_t children = shape.offset[top - 1];
@@ -338,11 +371,11 @@ struct ReplayUpdateFunctor {
   /// by level up to this team's own node.
   template <class Slots, class Priorities, class Buffer>
   KOKKOS_INLINE_FUNCTION void update_leaves(const member_type& team, const Slots& local_slot,
-                                            const Priorities& local_priority, const int m, const Buffer& buf) const {
+                                            const Priorities& local_priority, const int m, const Buffer& buf,
+                                            const std::int64_t owner) const {
     const auto& st = storage;
     const auto& shape = layout.tree_shape;
     const int own = owner_level;
-    const std::int64_t owner = team.league_rank();
     const float a = alpha;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m),
                          [&](const int i) { st.tree(shape.leaf(local_slot(i))) = 0.0f; });

@@ -9,6 +9,7 @@
 #include "agents/dqn/dqn_learner.hpp"
 #include "collect/action_selector.hpp"
 #include "collect/nstep_accumulator.hpp"
+#include "core/environment_switch.hpp"
 #include "envs/episode_stats.hpp"
 #include "envs/vector_env.hpp"
 #include "kernels/collect/record_step.hpp"
@@ -80,6 +81,18 @@ class ExperienceCollector {
 
   const EpisodeStats<ExecSpace>& episode_stats() const { return stats_; }
   EpisodeStats<ExecSpace>& episode_stats() { return stats_; }
+  /// Whether a step of more envs than one team records, with few
+  /// observation components, is recorded in one launch across teams
+  /// (kernels::record_step_across_teams; on unless
+  /// FOXRL_RECORD_ACROSS_TEAMS=0) instead of the episode statistics' and the
+  /// n-step record's two launches. The same values either way.
+  void set_record_across_teams(bool on) { record_across_teams_ = on; }
+  bool records_across_teams() const {
+    const auto& ring = nstep_.ring().observations;  // [n, envs, components]
+    return record_across_teams_ &&
+           kernels::record_step_across_teams(static_cast<int>(ring.extent(1)), static_cast<int>(ring.extent(2)));
+  }
+
   /// Actions of the last step (for evaluation traces).
   const action_view& actions() const { return actions_; }
   const NStepAccumulator<ExecSpace>& nstep() const { return nstep_; }
@@ -110,7 +123,8 @@ class ExperienceCollector {
     const auto stats_step = stats_.step_of(result.rewards, result.terminated, result.truncated);
     return nstep_.push_with(
         {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed, [&](const auto& record) { kernels::record_step(space, stats_step, record, after); });
+        nstep_pushed,
+        [&](const auto& record) { kernels::record_step(space, stats_step, record, after, record_across_teams_); });
   }
 
   VectorEnv<ExecSpace>& env_;
@@ -123,6 +137,7 @@ class ExperienceCollector {
   obs_view normalized_;
   action_view greedy_;
   action_view actions_;
+  bool record_across_teams_ = record_across_teams_allowed_by_environment();
 
  public:
   /// The collector's host counter in a trainer state: n-step pushes.

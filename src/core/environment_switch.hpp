@@ -2,7 +2,7 @@
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
-// FOXRL_CUDA_NARROW_INPUT,
+// FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_RECORD_ACROSS_TEAMS,
 // FOXRL_INSERT_IN_RECORD, FOXRL_NORMALIZE_IN_SAMPLE):
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; one path that measured slower, kept for
@@ -86,6 +86,22 @@ inline bool insert_in_record_allowed_by_environment() { return switch_on_in_envi
 /// normalisation pass of its own over them; "0" turns it off. Every backend.
 inline bool normalize_in_sample_allowed_by_environment() {
   return switch_on_in_environment("FOXRL_NORMALIZE_IN_SAMPLE");
+}
+
+/// FOXRL_FLAT_UNIFORM_UPDATE: under uniform replay (alpha = 0) a priority
+/// update is one flat pass over its entries that leaves the sum tree alone
+/// unless a leaf must change (ReplayBuffer::set_flat_uniform_update); "0"
+/// gives the tree-owner update. Every backend.
+inline bool flat_uniform_update_allowed_by_environment() {
+  return switch_on_in_environment("FOXRL_FLAT_UNIFORM_UPDATE");
+}
+
+/// FOXRL_RECORD_ACROSS_TEAMS: a collector step of more envs than one team
+/// records, with at most 8 observation components (CartPole), records the
+/// n-step windows and the episode statistics in one launch of a team per
+/// 128 envs instead of two launches; "0" turns it off. Every backend.
+inline bool record_across_teams_allowed_by_environment() {
+  return switch_on_in_environment("FOXRL_RECORD_ACROSS_TEAMS");
 }
 
 /// FOXRL_CUDA_STACKED_ROWS: a blas-backend forward on the GPU over stacked

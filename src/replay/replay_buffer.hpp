@@ -6,10 +6,12 @@
 // always num_envs rows). Layout, budget and decisions: docs/replay.md.
 
 #include "core/compat.hpp"
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
 #include "kernels/core/call_once.hpp"
 #include "kernels/replay/replay_kernels.hpp"
+#include "kernels/replay/replay_uniform_update.hpp"
 #include "views/collect/transition_batch.hpp"
 #include "views/replay/batch.hpp"
 #include "views/replay/replay_storage.hpp"
@@ -212,6 +214,17 @@ class ReplayBuffer {
     const int top = layout_.tree_shape.top();
     functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
     functor.skip_unchanged = unchanged_mass_shortcuts_;
+    if (config_.alpha == 0.0f && unchanged_mass_shortcuts_ && flat_uniform_update_) {
+      // Uniform replay: one flat pass over the entries; the tree-owner
+      // update runs (in its last team) only where a leaf must change.
+      functor.owner_level = top;
+      kernels::ReplayUniformUpdateFunctor<ExecSpace, Then> flat;
+      flat.general = functor;
+      flat.changed = uniform_changed_;
+      flat.entries_per_team = uniform_entries_per_team_;
+      kernels::replay_uniform_update(space, flat, uniform_team_size_, scratch);
+      return;
+    }
     const int league = static_cast<int>(layout_.tree_shape.nodes[functor.owner_level]);
     kernels::replay_update_priorities(space, functor, league, update_team_size_, scratch);
   }
@@ -229,6 +242,13 @@ class ReplayBuffer {
   /// ancestors alone, and while every slot holds 1 a draw is the floor of
   /// its target, without the descent or the weights' last pass.
   void set_unchanged_mass_shortcuts(bool on) { unchanged_mass_shortcuts_ = on; }
+  /// Whether a priority update under uniform replay (alpha = 0, with the
+  /// shortcuts on) is one flat pass over its entries that leaves the tree to
+  /// its last team only where a leaf must change
+  /// (kernels/replay/replay_uniform_update.hpp; the default unless
+  /// FOXRL_FLAT_UNIFORM_UPDATE=0), or the tree-owner update (false). The
+  /// same tree and maximum priority bit for bit (tests run both).
+  void set_flat_uniform_update(bool on) { flat_uniform_update_ = on; }
   /// Whether the insert's copy teams write the new leaves and their level-1
   /// nodes, and the last team to finish the levels above (the default when
   /// an insert has two or more copy teams), or team 0 does all the tree work
@@ -387,6 +407,8 @@ class ReplayBuffer {
     s.max_priority = Kokkos::View<float, memory_space>(uninit("max_priority"));
     Kokkos::deep_copy(space, s.max_priority, 1.0f);
     s.teams_done = Kokkos::View<std::int32_t, memory_space>(zeroed("teams_done"));
+    // Not part of the saved state: zero between launches.
+    uniform_changed_ = Kokkos::View<std::int32_t, memory_space>(zeroed("uniform_update_changed"));
     s.batch_min_mass = Kokkos::View<std::int32_t, memory_space>(uninit("batch_min_mass"));
     Kokkos::deep_copy(space, s.batch_min_mass, kernels::replay_idle_batch_min_mass());
 
@@ -430,6 +452,11 @@ class ReplayBuffer {
       update_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
       update_refresh_groups_ = 64;
       update_below_top_ = false;
+      // The flat uniform update: one entry per thread in teams of 256 (4
+      // teams at a batch of 1024); host backends one team for the batch.
+      kernels::ReplayUniformUpdateFunctor<ExecSpace, kernels::NoLastTeamWork> u;
+      uniform_team_size_ = device ? std::min(256, p.team_size_max(u, Kokkos::ParallelForTag())) : 1;
+      uniform_entries_per_team_ = device ? uniform_team_size_ : config_.max_batch;
     }
     {
       // 4096 contiguous new leaves have 129-130 level-1 ancestors: 2-3 per
@@ -471,6 +498,10 @@ class ReplayBuffer {
   int update_refresh_groups_ = 64;
   bool update_below_top_ = false;  ///< owner level below the top (GPUs)
   bool unchanged_mass_shortcuts_ = true;
+  bool flat_uniform_update_ = flat_uniform_update_allowed_by_environment();
+  int uniform_team_size_ = 1;
+  int uniform_entries_per_team_ = 1;
+  Kokkos::View<std::int32_t, memory_space> uniform_changed_;  ///< the flat uniform update's count
   int insert_team_size_ = 1;
   int insert_refresh_groups_ = 64;
   int insert_rows_per_team_ = 16;

@@ -109,20 +109,31 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
   // The blas backend also with fused gemm epilogues where it has them
   // (CUDA): bias + ReLU in the forward's epilogue, and with ReLU bitmasks
   // the trunk's masks also carry the backward's.
+  // The blas backend also with the narrow-input kernels (the first layer's
+  // 5 inputs: its forward, and its weight gradient in the mask pass), on
+  // every backend (the default on GPUs only).
   enum class Epilogues { off, bias_relu, with_masks };
-  std::vector<std::pair<foxrl::DenseBackend, Epilogues>> variants = {{foxrl::DenseBackend::portable, Epilogues::off},
-                                                                     {foxrl::DenseBackend::blas, Epilogues::off}};
+  struct Variant {
+    foxrl::DenseBackend backend;
+    Epilogues epilogues;
+    bool narrow;
+  };
+  std::vector<Variant> variants = {{foxrl::DenseBackend::portable, Epilogues::off, false},
+                                   {foxrl::DenseBackend::blas, Epilogues::off, false},
+                                   {foxrl::DenseBackend::blas, Epilogues::off, true}};
   if (foxrl::EpilogueGemm<Exec>::available) {
-    variants.emplace_back(foxrl::DenseBackend::blas, Epilogues::bias_relu);
-    variants.emplace_back(foxrl::DenseBackend::blas, Epilogues::with_masks);
+    variants.push_back({foxrl::DenseBackend::blas, Epilogues::bias_relu, false});
+    variants.push_back({foxrl::DenseBackend::blas, Epilogues::with_masks, false});
+    variants.push_back({foxrl::DenseBackend::blas, Epilogues::bias_relu, true});
   }
-  for (const auto& [backend, epilogues] : variants) {
+  for (const auto& [backend, epilogues, narrow] : variants) {
     const bool masks = epilogues == Epilogues::with_masks;
     for (const Shape& shape : {Shape{{120, 84}, 1}, Shape{{120, 84}, 11}, Shape{{}, 3}, Shape{{120, 84, 33}, 3}}) {
       const auto layout = foxrl::NetworkLayout::plain(obs, shape.hidden, shape.outputs);
       const int N = layout.head_outputs();
-      DYNAMIC_SECTION(foxrl::to_string(backend) << (epilogues == Epilogues::off ? " " : " with fused epilogues ")
-                                                << (masks ? "and bitmasks " : "") << layout.describe()) {
+      DYNAMIC_SECTION(foxrl::to_string(backend)
+                      << (epilogues == Epilogues::off ? " " : " with fused epilogues ")
+                      << (masks ? "and bitmasks " : "") << (narrow ? "narrow inputs " : "") << layout.describe()) {
         CHECK(N == shape.outputs);
         foxrl::ParameterSet<Mem> params(space, layout, "foxrl::test::params");
         foxrl::kernels::init_weights(space, params.flat, layout, 17, foxrl::InitScheme::torch_default);
@@ -130,10 +141,12 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, backend);
         ops->set_fused_epilogues(space, epilogues != Epilogues::off);
         ops->set_epilogue_masks(masks);
+        ops->set_narrow_inputs(narrow);
         const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
         const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
         foxrl::Mlp<Exec> mlp(space, layout, B + B2, B, ops, scratch, "foxrl::test::mlp");
         CHECK(!mlp.fuses_greedy());
+        const auto narrow_before = ops->narrow_products();
 
         const auto x1 = random_values(std::size_t(B) * obs, 1), x2 = random_values(std::size_t(B2) * obs, 2);
         const auto c = random_values(std::size_t(B) * N, 3);
@@ -147,6 +160,8 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         // finishes) holds its ReLU bitmask of the B backward rows.
         for (int l = 0; l < layout.num_hidden(); ++l)
           CHECK(mlp.relu_mask_rows(l) == (masks && l + 1 < layout.num_hidden() ? B : 0));
+        // The first layer's forward by the narrow kernel exactly where asked.
+        CHECK(ops->narrow_products() - narrow_before == (narrow && !shape.hidden.empty() ? 1 : 0));
         mlp.backward(space, params.flat, X1, foxrl::ConstMatrix<Mem>(C), grads);
 
         const auto p = foxrl::test::flat_host(space, params.flat);

@@ -3,7 +3,9 @@
 // products: ReLU mask of dX, the previous layer's bias gradient (column
 // sums) and, for a layer with few outputs (a head), dX and dW formed in the
 // same pass instead of two skinny gemms. One launch, deterministic
-// single-launch column sums (kernels/core/reduce_scratch.hpp).
+// single-launch column sums (kernels/core/reduce_scratch.hpp). With a
+// narrow input X (at most 8 columns, CartPole's observations) below the
+// layer, that layer's weight gradient dZ^T X is formed in the same pass too.
 
 #include "core/error.hpp"
 #include "kernels/core/reduce_scratch.hpp"
@@ -11,6 +13,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <string>
 
 namespace foxrl {
 namespace kernels {
@@ -38,6 +41,14 @@ struct ReluBackwardArgs {
   float* db = nullptr;        ///< out [K]: column sums of dZ (the previous layer's bias gradient)
   float* dw_small = nullptr;  ///< out [n_small, K]: dy_small^T H (the small layer's weight gradient)
   std::ptrdiff_t dw_ld = 0;
+  /// With src: a narrow input X [M, n_x] (n_x <= 8) of the layer whose
+  /// output gradient dZ is, and out its weight gradient dw_x[c, k] =
+  /// sum_m dZ[m, c] X[m, k] ([K, n_x] row-major), saving a skinny gemm.
+  const float* x_narrow = nullptr;
+  std::ptrdiff_t x_ld = 0;
+  int n_x = 0;
+  float* dw_x = nullptr;
+  std::ptrdiff_t dwx_ld = 0;
 };
 
 /// Team shape of relu_backward: a team owns TC * CW columns of one chunk of
@@ -69,7 +80,7 @@ struct ReluBackwardFunctor {
   using member_type = typename policy_type::member_type;
 
   ReluBackwardArgs a;
-  int values = 0;  ///< reduced values per column: (db ? 1 : 0) + (dw_small ? n_small : 0)
+  int values = 0;  ///< reduced values per column: (db ? 1 : 0) + (dw_small ? n_small : 0) + (dw_x ? n_x : 0)
   int col_tiles = 1;
   int row_chunks = 1;
   int chunk_rows = 1;
@@ -128,7 +139,7 @@ struct ReluBackwardFunctor {
   }
 
   /// Head outputs whose dY, W and dW sums a thread holds in registers
-  /// (wider heads take walk_rows).
+  /// (wider heads take walk_rows); also the widest narrow input (dw_x).
   static constexpr int max_small = 8;
   /// Rows a thread reads before it writes any (see walk_rows_in_blocks).
   static constexpr int block_rows = 8;
@@ -146,6 +157,10 @@ struct ReluBackwardFunctor {
     const int db_slot = a.db != nullptr ? 1 : 0;
     const int ns = a.src != nullptr ? 0 : a.n_small;
     const bool dw = a.dw_small != nullptr;
+    // The x path (src given) keeps its dZ^T X sums where the head path
+    // keeps dY^T H: the two never meet in one launch.
+    const int nx = a.src != nullptr && a.dw_x != nullptr ? a.n_x : 0;
+    const int sums = dw ? ns : nx;
     float db_sum[CW];
     float dw_sum[CW][max_small];
     for (int j = 0; j < CW; ++j) {
@@ -185,6 +200,10 @@ struct ReluBackwardFunctor {
           const float dz = (a.act != nullptr && !(h[r] > 0.0f)) ? 0.0f : v[r];
           v[r] = dz;
           if (db_slot) db_sum[j] += dz;
+          // Row m of X is the same for every column: one broadcast load per
+          // warp and input.
+          for (int k = 0; k < max_small; ++k)
+            if (k < nx) dw_sum[j][k] += dz * a.x_narrow[m * a.x_ld + k];
         }
         if (a.dz != nullptr)
           for (int r = 0; r < R; ++r) {
@@ -198,9 +217,8 @@ struct ReluBackwardFunctor {
     for (int j = 0; j < CW; ++j) {
       float* slot = acc + j * values * team_size + rank;
       if (db_slot) slot[0] = db_sum[j];
-      if (dw)
-        for (int n = 0; n < max_small; ++n)
-          if (n < ns) slot[(db_slot + n) * team_size] = dw_sum[j][n];
+      for (int n = 0; n < max_small; ++n)
+        if (n < sums) slot[(db_slot + n) * team_size] = dw_sum[j][n];
     }
   }
 
@@ -243,8 +261,10 @@ struct ReluBackwardFunctor {
         const float s = value(j * values + r, r * a.cols + c);
         if (r < db_slot)
           a.db[c] = s;
-        else
+        else if (a.dw_small != nullptr)
           a.dw_small[(r - db_slot) * a.dw_ld + c] = s;
+        else
+          a.dw_x[c * a.dwx_ld + (r - db_slot)] = s;
       }
     }
   }
@@ -273,9 +293,14 @@ void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
       (args.dw_small != nullptr && (args.act == nullptr || args.dy_small == nullptr)))
     throw LogicError(
         "foxrl::kernels::relu_backward: give either src or (dy_small, w_small); dw_small needs act and dy_small");
+  if (args.dw_x != nullptr &&
+      (args.src == nullptr || args.x_narrow == nullptr || args.n_x < 1 || args.n_x > F::max_small))
+    throw LogicError("foxrl::kernels::relu_backward: dw_x needs src, x_narrow and 1 to " +
+                     std::to_string(F::max_small) + " narrow inputs, got " + std::to_string(args.n_x));
   F f;
   f.a = args;
-  f.values = (args.db != nullptr ? 1 : 0) + (args.dw_small != nullptr ? args.n_small : 0);
+  f.values = (args.db != nullptr ? 1 : 0) + (args.dw_small != nullptr ? args.n_small : 0) +
+             (args.dw_x != nullptr ? args.n_x : 0);
   f.col_tiles = (args.cols + F::tile_cols - 1) / F::tile_cols;
   const int chunks = (args.rows + F::tiling::chunk_rows - 1) / F::tiling::chunk_rows;
   const auto need = relu_backward_scratch<ExecSpace>(args.rows, args.cols, f.values);

@@ -112,10 +112,11 @@ inline bool record_across_teams_allowed_by_environment() {
 /// gains nothing from one call less.)
 inline bool stacked_rows_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_STACKED_ROWS"); }
 
-/// FOXRL_CUDA_NARROW_INPUT: a blas-backend forward on the GPU of a layer
-/// with at most 8 inputs (CartPole's first layer) by a kernel of one thread
-/// per output instead of the gemm library; "0" turns it off. (Host backends
-/// keep their BLAS, whose bits their results keep.)
+/// FOXRL_CUDA_NARROW_INPUT: on the GPU, a blas-backend layer with at most
+/// 8 inputs (CartPole's first layer): its forward by a kernel of one thread
+/// per output, and its weight gradient in the backward's mask pass,
+/// instead of the gemm library; "0" turns both off. (Host backends keep
+/// their BLAS, whose bits their results keep.)
 inline bool narrow_input_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_NARROW_INPUT"); }
 
 /// Threads per block of the fused small-network update and forward when

@@ -89,9 +89,10 @@ class DenseOps {
   /// Whether forward() on the blas backend takes a layer with at most
   /// kernels::narrow_dense_max_inputs inputs and no ReLU bitmask to write
   /// by kernels::narrow_dense_forward (one launch over both row blocks)
-  /// instead of the library (on GPUs unless FOXRL_CUDA_NARROW_INPUT=0; off
-  /// on host backends, whose BLAS sums in its own order: host results keep
-  /// their bits).
+  /// instead of the library, and whether an Mlp on these ops forms such a
+  /// first layer's weight gradient in its backward's mask pass instead of a
+  /// gemm (on GPUs unless FOXRL_CUDA_NARROW_INPUT=0; off on host backends,
+  /// whose BLAS sums in its own order: host results keep their bits).
   bool narrow_inputs() const { return narrow_inputs_; }
   void set_narrow_inputs(bool on) { narrow_inputs_ = on; }
   /// Products (library calls or tiled launches) forward() has issued so

@@ -97,7 +97,11 @@ class Mlp {
 
   /// What backward's reductions need of a ReduceScratch for `rows` rows.
   static kernels::ScratchNeed scratch_need(const NetworkLayout& layout, int rows) {
-    return kernels::relu_backward_scratch<ExecSpace>(rows, layout.max_width(), 1 + layout.head_outputs());
+    // Per column: the bias gradient, and the head's weight gradient or a
+    // narrow first layer's (backward_blas).
+    const int narrow = layout.obs_dim <= kernels::ReluBackwardFunctor<ExecSpace>::max_small ? layout.obs_dim : 0;
+    return kernels::relu_backward_scratch<ExecSpace>(rows, layout.max_width(),
+                                                     1 + std::max(layout.head_outputs(), narrow));
   }
 
   /// Whether forward() forms the greedy actions itself: a dueling head on
@@ -296,9 +300,16 @@ class Mlp {
       a.dw_ld = static_cast<std::ptrdiff_t>(dw.stride(0));
       kernels::relu_backward(space, a, scratch_);
     }
+    // A narrow first layer (DenseOps::narrow_inputs, at most max_small
+    // inputs): its weight gradient dZ0^T X forms in the pass that masks dZ0
+    // (relu_backward's dw_x) instead of a skinny gemm of its own.
+    const bool narrow_dw0 =
+        ops_->narrow_inputs() && L >= 3 && layout_.obs_dim <= kernels::ReluBackwardFunctor<ExecSpace>::max_small;
+    bool dw0_formed = false;
     for (int l = L - 2; l >= 0; --l) {
       const ConstMatrix<memory_space> dz(d_act_[ping].data(), B, layout_.layers[l].out);
       const auto in = layer_input(x, l, B);
+      if (l == 0 && dw0_formed) break;
       ops_->gemm()(space, true, false, dz, in, layer_weight(grads, layout_, l));
       if (l == 0) break;
       const MutableMatrix<memory_space> dx(d_act_[ping ^ 1].data(), B, layout_.layers[l].in);
@@ -319,6 +330,15 @@ class Mlp {
       a.dz = dx.data();
       a.dz_ld = a.cols;
       a.db = layer_bias(grads, layout_, l - 1).data();
+      if (l == 1 && narrow_dw0) {
+        const auto dw0 = layer_weight(grads, layout_, 0);
+        a.x_narrow = x.data();
+        a.x_ld = static_cast<std::ptrdiff_t>(x.stride(0));
+        a.n_x = layout_.obs_dim;
+        a.dw_x = dw0.data();
+        a.dwx_ld = static_cast<std::ptrdiff_t>(dw0.stride(0));
+        dw0_formed = true;
+      }
       kernels::relu_backward(space, a, scratch_);
     }
   }

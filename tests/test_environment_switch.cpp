@@ -45,20 +45,25 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
   }
 }
 
-TEST_CASE("the clock's advance rides along in the priority update only when set to 1", "[switch]") {
+TEST_CASE("the paths that measured slower are off unless set to 1", "[switch]") {
   using foxrl::test::ScopedEnvironment;
-  const char* name = "FOXRL_CLOCK_IN_PRIORITY_UPDATE";
-  {
-    ScopedEnvironment unset(name, nullptr);
-    CHECK_FALSE(foxrl::clock_in_priority_update_allowed_by_environment());
+  const std::vector<std::pair<const char*, bool (*)()>> switches = {
+      {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
+      {"FOXRL_CUDA_NARROW_FORWARD", &foxrl::narrow_forward_requested_by_environment}};
+  for (const auto& [name, allowed] : switches) {
+    INFO(name);
+    {
+      ScopedEnvironment unset(name, nullptr);
+      CHECK_FALSE(allowed());
+    }
+    for (const char* value : {"0", "yes", "", "10"}) {
+      INFO("value '" << value << "'");
+      ScopedEnvironment set(name, value);
+      CHECK_FALSE(allowed());
+    }
+    ScopedEnvironment on(name, "1");
+    CHECK(allowed());
   }
-  for (const char* value : {"0", "yes", "", "10"}) {
-    INFO("value '" << value << "'");
-    ScopedEnvironment set(name, value);
-    CHECK_FALSE(foxrl::clock_in_priority_update_allowed_by_environment());
-  }
-  ScopedEnvironment on(name, "1");
-  CHECK(foxrl::clock_in_priority_update_allowed_by_environment());
 }
 
 TEST_CASE("the gemm epilogues keep ReLU bitmasks only when asked for", "[switch]") {

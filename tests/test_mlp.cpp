@@ -142,6 +142,7 @@ TEMPLATE_TEST_CASE("a plain-head Mlp matches a float64 MLP forward and backward"
         ops->set_fused_epilogues(space, epilogues != Epilogues::off);
         ops->set_epilogue_masks(masks);
         ops->set_narrow_inputs(narrow);
+        ops->set_narrow_forward(narrow);
         const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
         const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
         foxrl::Mlp<Exec> mlp(space, layout, B + B2, B, ops, scratch, "foxrl::test::mlp");

@@ -94,7 +94,7 @@ TEMPLATE_TEST_CASE("narrow_dense_forward matches float64 over two row blocks", "
                   foxrl::LogicError);
 }
 
-TEMPLATE_TEST_CASE("DenseOps takes a narrow layer by the narrow kernel only where asked", "[dense][narrow]",
+TEMPLATE_TEST_CASE("DenseOps takes a narrow layer's forward by the narrow kernel only where asked", "[dense][narrow]",
                    FOXRL_TEST_SPACES) {
   using Exec = TestType;
   using Mem = typename Exec::memory_space;
@@ -112,12 +112,14 @@ TEMPLATE_TEST_CASE("DenseOps takes a narrow layer by the narrow kernel only wher
   const foxrl::ConstMatrix<Mem> s(Kokkos::subview(X, std::make_pair(0, M1), Kokkos::ALL));
   const foxrl::ConstMatrix<Mem> s_next(Kokkos::subview(X, std::make_pair(M1, M), Kokkos::ALL));
   foxrl::DenseOps<Exec> library(space, foxrl::DenseBackend::blas);
-  library.set_narrow_inputs(false);
+  library.set_narrow_forward(false);
   foxrl::DenseOps<Exec> narrow(space, foxrl::DenseBackend::blas);
-  narrow.set_narrow_inputs(true);
-  // The default: GPUs only (host backends keep their BLAS's bits).
+  narrow.set_narrow_forward(true);
+  // The defaults: the narrow weight gradient on GPUs only (host backends
+  // keep their BLAS's bits), the narrow forward only where asked.
   foxrl::DenseOps<Exec> by_default(space, foxrl::DenseBackend::blas);
   CHECK(by_default.narrow_inputs() == !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible);
+  CHECK_FALSE(by_default.narrow_forward());
 
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> Ylib("foxrl::test::Ylib", M, N), Ynar("foxrl::test::Ynar", M, N);
   library.forward(space, s, s_next, foxrl::ConstMatrix<Mem>(W), foxrl::ConstVector<Mem>(B), true,

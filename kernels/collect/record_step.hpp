@@ -94,11 +94,12 @@ struct RecordStepAcrossTeams {
   EpisodeStep<Window, MemorySpace> stats;
   NStepRecord<MemorySpace> nstep;
   int teams;
+  std::int64_t elements;  ///< nstep.count(), a host function
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::int64_t per_team = std::int64_t(episode_stats_team_envs) * nstep.dim;
     const std::int64_t begin = team.league_rank() * per_team;
-    const std::int64_t end = begin + per_team < nstep.count() ? begin + per_team : nstep.count();
+    const std::int64_t end = begin + per_team < elements ? begin + per_team : elements;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const std::int64_t flat) { nstep(flat); });
     stats.record_across_teams(team, Scratch(team.team_scratch(0), teams));
   }
@@ -132,7 +133,7 @@ void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>&
     if (across_teams && record_step_across_teams(num_envs, nstep.dim)) {
       using Body = RecordStepAcrossTeams<Window, MemorySpace, typename ExecSpace::scratch_memory_space>;
       const int teams = (num_envs + episode_stats_team_envs - 1) / episode_stats_team_envs;
-      const Body body{stats, nstep, teams};
+      const Body body{stats, nstep, teams, nstep.count()};
       // Both functors' Views: a kernel argument, not constant memory (see below).
       Policy policy(space, teams, power_of_two_team(space, body, episode_stats_team_envs));
       policy.set_scratch_size(0, Kokkos::PerTeam(Body::Scratch::shmem_size(teams)));

@@ -84,12 +84,20 @@ struct ReluBackwardFunctor {
   int col_tiles = 1;
   int row_chunks = 1;
   int chunk_rows = 1;
+  /// Whether a team stages its chunk's rows of x_narrow in team scratch
+  /// (chunk_rows * n_x floats after the sums' scratch): read by every column,
+  /// they then cost one coalesced load each instead of one per column's row.
+  bool stage_x = false;
   float* partials = nullptr;  ///< [row_chunks, values, cols] when row_chunks > 1
   unsigned* tickets = nullptr;
 
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int values) {
     return std::size_t(team_size) * CW * std::size_t(values);
   }
+  /// Floats of the staged x rows (stage_x).
+  KOKKOS_INLINE_FUNCTION std::size_t staged_x_floats() const { return std::size_t(chunk_rows) * std::size_t(a.n_x); }
+  /// The most floats of x rows a team stages (16 KB).
+  static constexpr std::size_t max_staged_x_floats = 4096;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int tile = team.league_rank() % col_tiles;
@@ -105,8 +113,16 @@ struct ReluBackwardFunctor {
 
     const int r0 = chunk * chunk_rows;
     const int r1 = r0 + chunk_rows < a.rows ? r0 + chunk_rows : a.rows;
+    const float* xs = nullptr;  // the chunk's rows of x_narrow, [r1 - r0, n_x]
+    if (stage_x) {
+      float* staged = static_cast<float*>(team.team_shmem().get_shmem(sizeof(float) * staged_x_floats()));
+      for (int e = rank; e < (r1 - r0) * a.n_x; e += team_size)
+        staged[e] = a.x_narrow[(r0 + e / a.n_x) * a.x_ld + e % a.n_x];
+      team.team_barrier();
+      xs = staged;
+    }
     if (a.src != nullptr || a.n_small <= max_small)
-      walk_rows_in_blocks(r0, r1, c0, tc, lane, rank, acc);
+      walk_rows_in_blocks(r0, r1, c0, tc, lane, rank, acc, xs);
     else
       walk_rows(r0, r1, c0, tc, lane, rank, acc);
     if (values == 0) return;  // the same in every thread: no barrier is skipped by some only
@@ -151,8 +167,8 @@ struct ReluBackwardFunctor {
   /// with stores would wait for one memory latency per row; here a block
   /// costs one. Every sum adds its rows in increasing order, as walk_rows
   /// does.
-  KOKKOS_INLINE_FUNCTION void walk_rows_in_blocks(int r0, int r1, int c0, int tc, int lane, int rank,
-                                                  float* acc) const {
+  KOKKOS_INLINE_FUNCTION void walk_rows_in_blocks(int r0, int r1, int c0, int tc, int lane, int rank, float* acc,
+                                                  const float* xs) const {
     constexpr int R = block_rows;
     const int db_slot = a.db != nullptr ? 1 : 0;
     const int ns = a.src != nullptr ? 0 : a.n_small;
@@ -203,7 +219,7 @@ struct ReluBackwardFunctor {
           // Row m of X is the same for every column: one broadcast load per
           // warp and input.
           for (int k = 0; k < max_small; ++k)
-            if (k < nx) dw_sum[j][k] += dz * a.x_narrow[m * a.x_ld + k];
+            if (k < nx) dw_sum[j][k] += dz * (xs != nullptr ? xs[(m - r0) * nx + k] : a.x_narrow[m * a.x_ld + k]);
         }
         if (a.dz != nullptr)
           for (int r = 0; r < R; ++r) {
@@ -312,9 +328,11 @@ void relu_backward(const ExecSpace& space, const ReluBackwardArgs& args,
     f.tickets = scratch.tickets.data();
   }
   f.chunk_rows = f.row_chunks == 1 ? args.rows : F::tiling::chunk_rows;
+  f.stage_x = args.dw_x != nullptr && f.staged_x_floats() <= F::max_staged_x_floats;
   typename F::policy_type policy(space, f.col_tiles * f.row_chunks, F::team_size);
+  const std::size_t floats = F::scratch_floats(f.values) + (f.stage_x ? f.staged_x_floats() : 0);
   Kokkos::parallel_for("foxrl::kernels::relu_backward",
-                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * F::scratch_floats(f.values))), f);
+                       policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * floats)), f);
 }
 
 }  // namespace kernels

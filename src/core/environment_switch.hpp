@@ -7,7 +7,7 @@
 // on unless set to "0", so a user turns a fast path off for a comparison or
 // to rule it out while debugging; one path that measured slower, kept for
 // comparison on other GPUs and off unless set to "1"
-// (FOXRL_CLOCK_IN_PRIORITY_UPDATE); and one tuning knob,
+// (FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_NARROW_FORWARD); and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
 
 #include "core/error.hpp"
@@ -112,12 +112,17 @@ inline bool record_across_teams_allowed_by_environment() {
 /// gains nothing from one call less.)
 inline bool stacked_rows_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_STACKED_ROWS"); }
 
-/// FOXRL_CUDA_NARROW_INPUT: on the GPU, a blas-backend layer with at most
-/// 8 inputs (CartPole's first layer): its forward by a kernel of one thread
-/// per output, and its weight gradient in the backward's mask pass,
-/// instead of the gemm library; "0" turns both off. (Host backends keep
-/// their BLAS, whose bits their results keep.)
+/// FOXRL_CUDA_NARROW_INPUT: on the GPU, the weight gradient of a
+/// blas-backend first layer with at most 8 inputs (CartPole's) in the
+/// backward's mask pass instead of a gemm; "0" turns it off. (Host backends
+/// keep their BLAS, whose bits their results keep.)
 inline bool narrow_input_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_NARROW_INPUT"); }
+
+/// FOXRL_CUDA_NARROW_FORWARD=1: on the GPU, the forward of such a layer by
+/// a kernel of one thread per output instead of the gemm library. Off by
+/// default: slower than cuBLAS on an H100 (perf/NOTES.md); kept to compare
+/// on other GPUs.
+inline bool narrow_forward_requested_by_environment() { return environment_value_is("FOXRL_CUDA_NARROW_FORWARD", "1"); }
 
 /// Threads per block of the fused small-network update and forward when
 /// FOXRL_CUDA_FUSED_THREADS is unset: the fastest of 256, 512 and 1024 for

@@ -86,15 +86,19 @@ class DenseOps {
   /// reads both blocks in one launch anyway).
   bool stacked_rows() const { return stacked_rows_; }
   void set_stacked_rows(bool on) { stacked_rows_ = on; }
-  /// Whether forward() on the blas backend takes a layer with at most
-  /// kernels::narrow_dense_max_inputs inputs and no ReLU bitmask to write
-  /// by kernels::narrow_dense_forward (one launch over both row blocks)
-  /// instead of the library, and whether an Mlp on these ops forms such a
-  /// first layer's weight gradient in its backward's mask pass instead of a
-  /// gemm (on GPUs unless FOXRL_CUDA_NARROW_INPUT=0; off on host backends,
-  /// whose BLAS sums in its own order: host results keep their bits).
+  /// Whether an Mlp on these ops (blas backend) forms the weight gradient
+  /// of a first layer with at most kernels::narrow_dense_max_inputs inputs
+  /// in its backward's mask pass instead of a gemm (on GPUs unless
+  /// FOXRL_CUDA_NARROW_INPUT=0; off on host backends, whose BLAS sums in its
+  /// own order: host results keep their bits).
   bool narrow_inputs() const { return narrow_inputs_; }
   void set_narrow_inputs(bool on) { narrow_inputs_ = on; }
+  /// Whether forward() on the blas backend takes such a layer, with no ReLU
+  /// bitmask to write, by kernels::narrow_dense_forward (one launch over
+  /// both row blocks) instead of the library. Off unless asked
+  /// (FOXRL_CUDA_NARROW_FORWARD=1 on GPUs): slower than cuBLAS on an H100.
+  bool narrow_forward() const { return narrow_forward_; }
+  void set_narrow_forward(bool on) { narrow_forward_ = on; }
   /// Products (library calls or tiled launches) forward() has issued so
   /// far: how a caller tells one product over stacked rows from two.
   std::int64_t forward_products() const { return forward_products_; }
@@ -144,7 +148,7 @@ class DenseOps {
       ++forward_products_;
       return false;
     }
-    if (narrow_inputs_ && mask.bits == nullptr && kernels::narrow_dense_fits(M, K, N) &&
+    if (narrow_forward_ && mask.bits == nullptr && kernels::narrow_dense_fits(M, K, N) &&
         (M == M1 || x2.stride(0) == x1.stride(0))) {
       kernels::NarrowDenseArgs a;
       a.rows = M;
@@ -305,6 +309,8 @@ class DenseOps {
       !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && stacked_rows_allowed_by_environment();
   bool narrow_inputs_ =
       !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && narrow_input_allowed_by_environment();
+  bool narrow_forward_ = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible &&
+                         narrow_forward_requested_by_environment();
   std::int64_t forward_products_ = 0;
   std::int64_t narrow_products_ = 0;
 

@@ -87,11 +87,6 @@ class ExperienceCollector {
   /// FOXRL_RECORD_ACROSS_TEAMS=0) instead of the episode statistics' and the
   /// n-step record's two launches. The same values either way.
   void set_record_across_teams(bool on) { record_across_teams_ = on; }
-  bool records_across_teams() const {
-    const auto& ring = nstep_.ring().observations;  // [n, envs, components]
-    return record_across_teams_ &&
-           kernels::record_step_across_teams(static_cast<int>(ring.extent(1)), static_cast<int>(ring.extent(2)));
-  }
 
   /// Actions of the last step (for evaluation traces).
   const action_view& actions() const { return actions_; }
@@ -112,8 +107,9 @@ class ExperienceCollector {
       adapter_->process(space, env_.observations(), normalized_);
       network_input = normalized_;
     }
-    // A few envs on CUDA: the env's step runs inside the fused forward's
-    // launch (DqnLearner::greedy_actions_then), one node fewer again.
+    // CartPole's step runs inside the launch that forms the greedy actions
+    // (the fused forward for a few envs on CUDA, else the head kernel:
+    // DqnLearner::greedy_actions_then), one node fewer again.
     env_.act_then_step_choosing(space, choice, acted_on_, [&](const auto& per_env) {
       return learner_.greedy_actions_then(space, network_input, greedy_, per_env);
     });

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,9 +28,9 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_STACKED_ROWS", &foxrl::stacked_rows_allowed_by_environment},
       {"FOXRL_CUDA_NARROW_INPUT", &foxrl::narrow_input_allowed_by_environment},
       {"FOXRL_FLAT_UNIFORM_UPDATE", &foxrl::flat_uniform_update_allowed_by_environment},
-      {"FOXRL_RECORD_ACROSS_TEAMS", &foxrl::record_across_teams_allowed_by_environment},
       {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment},
-      {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment}};
+      {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment},
+      {"FOXRL_LOSS_IN_TARGET_HEAD", &foxrl::loss_in_target_head_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {
@@ -48,8 +49,8 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
 TEST_CASE("the paths that measured slower are off unless set to 1", "[switch]") {
   using foxrl::test::ScopedEnvironment;
   const std::vector<std::pair<const char*, bool (*)()>> switches = {
-      {"FOXRL_CLOCK_IN_PRIORITY_UPDATE", &foxrl::clock_in_priority_update_allowed_by_environment},
-      {"FOXRL_CUDA_NARROW_FORWARD", &foxrl::narrow_forward_requested_by_environment}};
+      {"FOXRL_CUDA_NARROW_FORWARD", &foxrl::narrow_forward_requested_by_environment},
+      {"FOXRL_RECORD_ACROSS_TEAMS", &foxrl::record_across_teams_requested_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {
@@ -64,6 +65,26 @@ TEST_CASE("the paths that measured slower are off unless set to 1", "[switch]") 
     ScopedEnvironment on(name, "1");
     CHECK(allowed());
   }
+}
+
+TEST_CASE("the clock's ride-along is forced by 1 or 0 and left to the trainer otherwise", "[switch]") {
+  using foxrl::test::ScopedEnvironment;
+  const char* name = "FOXRL_CLOCK_IN_PRIORITY_UPDATE";
+  {
+    ScopedEnvironment unset(name, nullptr);
+    CHECK_FALSE(foxrl::clock_in_priority_update_from_environment().has_value());
+  }
+  for (const char* value : {"yes", "", "10", "on"}) {
+    INFO("value '" << value << "'");
+    ScopedEnvironment set(name, value);
+    CHECK_FALSE(foxrl::clock_in_priority_update_from_environment().has_value());
+  }
+  {
+    ScopedEnvironment on(name, "1");
+    CHECK(foxrl::clock_in_priority_update_from_environment() == std::optional<bool>(true));
+  }
+  ScopedEnvironment off(name, "0");
+  CHECK(foxrl::clock_in_priority_update_from_environment() == std::optional<bool>(false));
 }
 
 TEST_CASE("the gemm epilogues keep ReLU bitmasks only when asked for", "[switch]") {

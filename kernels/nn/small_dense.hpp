@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace foxrl {
 namespace kernels {
@@ -25,10 +26,21 @@ namespace kernels {
 /// launches); also the widest head whose greedy action can be fused.
 inline constexpr int small_dense_max_outputs = 8;
 
-/// Nothing after a row's greedy action (the head kernel's default).
+/// Nothing after a row (the head kernel's default).
 struct NothingAfterRow {
   KOKKOS_INLINE_FUNCTION void operator()(int) const {}
 };
+
+/// Whether an after-row functor (SmallDenseRows) also has work for its
+/// whole team once the team's rows are done: `after_rows(team)`, called by
+/// every thread of every team (e.g. a reduction over the rows' results
+/// whose last team finishes it).
+template <class F, class Member, class = void>
+struct has_after_rows : std::false_type {};
+template <class F, class Member>
+struct has_after_rows<F, Member,
+                      std::void_t<decltype(std::declval<const F&>().after_rows(std::declval<const Member&>()))>>
+    : std::true_type {};
 
 namespace detail {
 /// Per-lane partial dot products of N outputs: the value type of the head
@@ -106,9 +118,13 @@ struct RegisterRow {
 /// store cannot move above it, and with 4 columns per step a 512-wide row
 /// waited for 4 such round trips. Each lane adds its columns in increasing
 /// order, whatever the chunk.
-/// With a greedy action, `after_row(m)` then runs on the thread that stored
-/// row m's action (e.g. the collector's env step, which reads it: one
-/// launch fewer on the iteration's chain than a step of its own).
+/// `after_row(m)` then runs on the thread that stored row m's outputs (and
+/// its greedy action, when asked), which it may read back: e.g. the
+/// collector's env step, which reads the action, or the DQN loss of the
+/// row (kernels/agents/dqn/loss_in_head.hpp): one launch fewer on the
+/// iteration's chain than a launch of its own. An after-row functor with
+/// `after_rows(team)` (has_after_rows) has it called by every thread of
+/// every team after the team's rows.
 template <class ExecSpace, int NOUT, class AfterRow = NothingAfterRow>
 struct SmallDenseRows {
   static constexpr int chunk = 8;
@@ -127,7 +143,12 @@ struct SmallDenseRows {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int m = team.league_rank() * team.team_size() + team.team_rank();
-    if (m >= a.rows) return;
+    if (m < a.rows) row(team, m);
+    if constexpr (has_after_rows<AfterRow, member_type>::value) after_row.after_rows(team);
+  }
+
+  /// Row m of Y (and its greedy action), then after_row(m).
+  KOKKOS_INLINE_FUNCTION void row(const member_type& team, int m) const {
     const float* xr = a.x + m * a.x_ld;
     float* xo = epilogue && a.x_out != nullptr && m < a.x_out_rows ? a.x_out + m * a.x_ld : nullptr;
     const float* wr = a.w + n0 * a.w_ld;
@@ -178,10 +199,10 @@ struct SmallDenseRows {
         a.y[m * a.y_ld + n0 + j] = out[j];
       }
       if (NOUT >= 2 && a.greedy != nullptr) {
-        const detail::RegisterRow row{out};
-        a.greedy[m] = greedy_action(row, 0, NOUT - 1, advantage_mean(row, 0, NOUT - 1));
-        after_row(m);
+        const detail::RegisterRow values{out};
+        a.greedy[m] = greedy_action(values, 0, NOUT - 1, advantage_mean(values, 0, NOUT - 1));
       }
+      after_row(m);
     });
   }
 };
@@ -221,7 +242,8 @@ void dispatch_small_dense_rows(const ExecSpace& space, const SmallDenseArgs& a, 
 /// Runs the head kernel (SmallDenseArgs): one launch per 8 outputs; with an
 /// input epilogue, the first launch applies it (and stores H when x_out is
 /// set) and later ones read the stored H. `after_row(m)` runs once per row
-/// after its greedy action (needs args.greedy; see SmallDenseRows).
+/// after its outputs and greedy action (needs one pass: at most 8 outputs;
+/// see SmallDenseRows).
 template <class ExecSpace, class AfterRow = NothingAfterRow>
 void small_dense(const ExecSpace& space, const SmallDenseArgs& args, const AfterRow& after_row = AfterRow()) {
   if (args.rows <= 0 || args.outputs <= 0) return;
@@ -232,8 +254,10 @@ void small_dense(const ExecSpace& space, const SmallDenseArgs& args, const After
   if (args.greedy != nullptr && (args.outputs < 2 || args.outputs > small_dense_max_outputs))
     throw LogicError("foxrl::kernels::small_dense: a fused greedy action needs 2 to 8 head outputs, got " +
                      std::to_string(args.outputs));
-  if (!std::is_same_v<AfterRow, NothingAfterRow> && args.greedy == nullptr)
-    throw LogicError("foxrl::kernels::small_dense: work after each row's greedy action needs the greedy action");
+  if (!std::is_same_v<AfterRow, NothingAfterRow> && args.outputs > small_dense_max_outputs)
+    throw LogicError("foxrl::kernels::small_dense: work after each row needs at most " +
+                     std::to_string(small_dense_max_outputs) + " outputs (one pass), got " +
+                     std::to_string(args.outputs));
   for (int n0 = 0; n0 < args.outputs; n0 += small_dense_max_outputs) {
     const int n = std::min(args.outputs - n0, small_dense_max_outputs);
     const bool epilogue = args.hidden_bias != nullptr && n0 == 0;

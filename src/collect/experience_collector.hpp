@@ -83,8 +83,8 @@ class ExperienceCollector {
   EpisodeStats<ExecSpace>& episode_stats() { return stats_; }
   /// Whether a step of more envs than one team records, with few
   /// observation components, is recorded in one launch across teams
-  /// (kernels::record_step_across_teams; on unless
-  /// FOXRL_RECORD_ACROSS_TEAMS=0) instead of the episode statistics' and the
+  /// (kernels::record_step_across_teams; off unless
+  /// FOXRL_RECORD_ACROSS_TEAMS=1) instead of the episode statistics' and the
   /// n-step record's two launches. The same values either way.
   void set_record_across_teams(bool on) { record_across_teams_ = on; }
 
@@ -133,7 +133,7 @@ class ExperienceCollector {
   obs_view normalized_;
   action_view greedy_;
   action_view actions_;
-  bool record_across_teams_ = record_across_teams_allowed_by_environment();
+  bool record_across_teams_ = record_across_teams_requested_by_environment();
 
  public:
   /// The collector's host counter in a trainer state: n-step pushes.

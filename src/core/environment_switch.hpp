@@ -2,18 +2,20 @@
 // On/off switches read from the environment (FOXRL_CUDA_GRAPHS,
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
-// FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_RECORD_ACROSS_TEAMS,
-// FOXRL_INSERT_IN_RECORD, FOXRL_NORMALIZE_IN_SAMPLE):
-// on unless set to "0", so a user turns a fast path off for a comparison or
-// to rule it out while debugging; one path that measured slower, kept for
-// comparison on other GPUs and off unless set to "1"
-// (FOXRL_CLOCK_IN_PRIORITY_UPDATE, FOXRL_CUDA_NARROW_FORWARD); and one tuning knob,
+// FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_INSERT_IN_RECORD,
+// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_LOSS_IN_TARGET_HEAD): on unless set to
+// "0", so a user turns a fast path off for a comparison or to rule it out
+// while debugging; paths that measured slower, kept for comparison on
+// other GPUs and off unless set to "1" (FOXRL_CUDA_NARROW_FORWARD,
+// FOXRL_RECORD_ACROSS_TEAMS); one the trainer decides unless set to "0" or
+// "1" (FOXRL_CLOCK_IN_PRIORITY_UPDATE); and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
 
 #include "core/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace foxrl {
@@ -65,14 +67,27 @@ inline bool fused_env_step_allowed_by_environment() { return switch_on_in_enviro
 /// "0" turns it off. Every backend.
 inline bool env_step_in_head_allowed_by_environment() { return switch_on_in_environment("FOXRL_ENV_STEP_IN_HEAD"); }
 
-/// FOXRL_CLOCK_IN_PRIORITY_UPDATE=1: a training iteration with updates
-/// advances its device clock (and adds the last update's metrics to the
-/// epoch sums) in the last team of its last priority update instead of a
-/// launch of its own. Every backend. Off by default: one launch fewer, but
-/// about 1 us slower per iteration in every benchmark config on an H100
-/// (perf/NOTES.md); kept to compare on other GPUs.
-inline bool clock_in_priority_update_allowed_by_environment() {
-  return environment_value_is("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "1");
+/// FOXRL_LOSS_IN_TARGET_HEAD: the DQN loss (its rows and the batch sums)
+/// inside the target network's head kernel instead of a launch of its own
+/// (the blas backend's head kernel; the same bits); "0" turns it off.
+/// Every backend.
+inline bool loss_in_target_head_allowed_by_environment() {
+  return switch_on_in_environment("FOXRL_LOSS_IN_TARGET_HEAD");
+}
+
+/// FOXRL_CLOCK_IN_PRIORITY_UPDATE: whether a training iteration with
+/// updates advances its device clock (and adds the last update's metrics to
+/// the epoch sums) in the last team of its last priority update instead of
+/// a launch of its own. "1": always, "0": never; unset (or any other
+/// value): empty, the trainer decides: where that update is uniform
+/// replay's flat pass, where the ride-along measured 0.4-0.6 us faster per
+/// iteration on an H100, and not after the tree-owner update of
+/// prioritized replay, where it measured about 1 us slower
+/// (perf/NOTES.md). Every backend.
+inline std::optional<bool> clock_in_priority_update_from_environment() {
+  if (environment_value_is("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "1")) return true;
+  if (environment_value_is("FOXRL_CLOCK_IN_PRIORITY_UPDATE", "0")) return false;
+  return std::nullopt;
 }
 
 /// FOXRL_INSERT_IN_RECORD: with a few envs (the collector's record of a
@@ -96,12 +111,14 @@ inline bool flat_uniform_update_allowed_by_environment() {
   return switch_on_in_environment("FOXRL_FLAT_UNIFORM_UPDATE");
 }
 
-/// FOXRL_RECORD_ACROSS_TEAMS: a collector step of more envs than one team
+/// FOXRL_RECORD_ACROSS_TEAMS=1: a collector step of more envs than one team
 /// records, with at most 8 observation components (CartPole), records the
 /// n-step windows and the episode statistics in one launch of a team per
-/// 128 envs instead of two launches; "0" turns it off. Every backend.
-inline bool record_across_teams_allowed_by_environment() {
-  return switch_on_in_environment("FOXRL_RECORD_ACROSS_TEAMS");
+/// 128 envs instead of two launches. Every backend. Off by default: one
+/// launch fewer, but 2.6-3.4 us slower per iteration on an H100 (the one
+/// launch takes 14.4 us where the two took 12.0; perf/NOTES.md).
+inline bool record_across_teams_requested_by_environment() {
+  return environment_value_is("FOXRL_RECORD_ACROSS_TEAMS", "1");
 }
 
 /// FOXRL_CUDA_STACKED_ROWS: a blas-backend forward on the GPU over stacked

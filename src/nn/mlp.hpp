@@ -116,16 +116,16 @@ class Mlp {
   /// nothing is copied). Returns the head outputs [rows, head_outputs]
   /// (rows of output()); activations stay for backward. `greedy` receives
   /// each row's dueling greedy action when fuses_greedy() (ignored
-  /// otherwise). With fuses_greedy() and `greedy`, `after_row(m)` (a device
-  /// functor) runs in the head kernel's launch once row m's greedy action
-  /// is stored (kernels::small_dense); otherwise it must be
-  /// kernels::NothingAfterRow.
+  /// otherwise). With fuses_greedy(), `after_row(m)` (a device functor)
+  /// runs in the head kernel's launch once row m's outputs (and greedy
+  /// action, when `greedy` is given) are stored (kernels::small_dense);
+  /// otherwise it must be kernels::NothingAfterRow.
   template <class AfterRow = kernels::NothingAfterRow>
   MutableMatrix<memory_space> forward(const ExecSpace& space, const flat& params, const ConstMatrix<memory_space>& x1,
                                       const ConstMatrix<memory_space>& x2, std::int32_t* greedy = nullptr,
                                       const AfterRow& after_row = AfterRow()) {
-    if (!std::is_same_v<AfterRow, kernels::NothingAfterRow> && (!fuses_greedy() || greedy == nullptr))
-      throw LogicError("foxrl::Mlp::forward: work after each row's greedy action needs the fused greedy head");
+    if (!std::is_same_v<AfterRow, kernels::NothingAfterRow> && !fuses_greedy())
+      throw LogicError("foxrl::Mlp::forward: work after each row needs the fused head kernel");
     const int n1 = static_cast<int>(x1.extent(0));
     const int n = n1 + static_cast<int>(x2.extent(0));
     check_params("forward", params);

@@ -214,7 +214,7 @@ class ReplayBuffer {
     const int top = layout_.tree_shape.top();
     functor.owner_level = update_below_top_ && top >= 2 ? top - 1 : top;
     functor.skip_unchanged = unchanged_mass_shortcuts_;
-    if (config_.alpha == 0.0f && unchanged_mass_shortcuts_ && flat_uniform_update_) {
+    if (updates_flat()) {
       // Uniform replay: one flat pass over the entries; the tree-owner
       // update runs (in its last team) only where a leaf must change.
       functor.owner_level = top;
@@ -249,6 +249,9 @@ class ReplayBuffer {
   /// FOXRL_FLAT_UNIFORM_UPDATE=0), or the tree-owner update (false). The
   /// same tree and maximum priority bit for bit (tests run both).
   void set_flat_uniform_update(bool on) { flat_uniform_update_ = on; }
+  /// Whether update_priorities() runs the flat pass (see
+  /// set_flat_uniform_update): uniform replay with the shortcuts on.
+  bool updates_flat() const { return config_.alpha == 0.0f && unchanged_mass_shortcuts_ && flat_uniform_update_; }
   /// Whether the insert's copy teams write the new leaves and their level-1
   /// nodes, and the last team to finish the levels above (the default when
   /// an insert has two or more copy teams), or team 0 does all the tree work

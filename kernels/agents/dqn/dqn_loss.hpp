@@ -94,6 +94,40 @@ struct DqnLossArgs {
   ReduceScratch<MemorySpace> scratch;
 };
 
+/// Row i of dL/dhead for the row's loss gradient `g` (w dloss / B) and its
+/// action a: g on the value output, g (1[j = a] - 1/A) on advantage j (the
+/// dueling head's mean subtraction). `on_column(c, value)` sees each
+/// value stored (the loss kernel adds them into the head's bias gradient).
+template <class DHead, class OnColumn>
+KOKKOS_INLINE_FUNCTION void write_head_gradient(const DHead& d_head, int i, int a, int num_actions, float g,
+                                                float inv_a, const OnColumn& on_column) {
+  d_head(i, 0) = g;
+  on_column(0, g);
+  for (int j = 0; j < num_actions; ++j) {
+    const float gj = g * ((j == a ? 1.0f : 0.0f) - inv_a);
+    d_head(i, 1 + j) = gj;
+    on_column(1 + j, gj);
+  }
+}
+
+/// Sums the loss kernel forms over the batch, in this order: the weighted
+/// loss, Q(s, a), |td|, then (optionally) the columns of dL/dhead.
+inline constexpr int dqn_loss_base_sums = 3;
+
+/// Stores sum `s` of the batch (see dqn_loss_base_sums): the three means
+/// into the metrics, a column sum of dL/dhead as the head's bias gradient.
+template <class MemorySpace>
+KOKKOS_INLINE_FUNCTION void store_loss_sum(const DqnLossArgs<MemorySpace>& args, int s, float total, float inv_b) {
+  if (s == 0)
+    args.metrics(LearnerMetrics::loss) = total * inv_b;
+  else if (s == 1)
+    args.metrics(LearnerMetrics::mean_q) = total * inv_b;
+  else if (s == 2)
+    args.metrics(LearnerMetrics::mean_abs_td) = total * inv_b;
+  else
+    args.head_bias_grad(s - dqn_loss_base_sums) = total;
+}
+
 /// Rows per team of the loss kernel: GPUs run one row per thread in teams
 /// of 32 (a batch of 1024 spreads over 32 SMs, with a 5-step team tree);
 /// host backends one thread per team over 64 rows.
@@ -115,7 +149,7 @@ struct DqnLossFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using policy_type = Kokkos::TeamPolicy<ExecSpace>;
   using member_type = typename policy_type::member_type;
-  static constexpr int base_sums = 3;  // loss, q, |td|; then the d_head column sums
+  static constexpr int base_sums = dqn_loss_base_sums;
 
   DqnLossArgs<memory_space> args;
   int batch = 0;
@@ -142,13 +176,9 @@ struct DqnLossFunctor {
       const float q = r.q, abs_td = r.abs_td, l = r.loss, dl = r.dloss;
       const float w = args.is_weights(i);
       const float g = w * dl * inv_b;
-      args.d_head(i, 0) = g;
-      if (head_bias) partial[base_sums * size + rank] += g;
-      for (int j = 0; j < num_actions; ++j) {
-        const float gj = g * ((j == a ? 1.0f : 0.0f) - inv_a);
-        args.d_head(i, 1 + j) = gj;
-        if (head_bias) partial[(base_sums + 1 + j) * size + rank] += gj;
-      }
+      write_head_gradient(args.d_head, i, a, num_actions, g, inv_a, [&](const int c, const float v) {
+        if (head_bias) partial[(base_sums + c) * size + rank] += v;
+      });
       args.td_errors(i) = abs_td;
       loss_sum += w * l;
       q_sum += q;
@@ -177,10 +207,7 @@ struct DqnLossFunctor {
   template <class Sum>
   KOKKOS_INLINE_FUNCTION void finish(const Sum& sum) const {
     const float inv_b = 1.0f / static_cast<float>(batch);
-    args.metrics(LearnerMetrics::loss) = sum(0) * inv_b;
-    args.metrics(LearnerMetrics::mean_q) = sum(1) * inv_b;
-    args.metrics(LearnerMetrics::mean_abs_td) = sum(2) * inv_b;
-    for (int s = base_sums; s < sums; ++s) args.head_bias_grad(s - base_sums) = sum(s);
+    for (int s = 0; s < sums; ++s) store_loss_sum(args, s, sum(s), inv_b);
     if (args.adam_step.data() != nullptr) args.adam_step() += 1;
   }
 };

@@ -27,6 +27,7 @@
 #include "core/error.hpp"
 #include "core/stream_graph.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
+#include "kernels/agents/dqn/loss_in_head.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/envs/choose_then_step.hpp"
 #include "kernels/nn/adam.hpp"
@@ -147,6 +148,7 @@ class DqnLearner {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   using vector = Kokkos::View<float*, memory_space>;
+  using row_terms = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   /// Called by update() between compute_gradients() and apply_gradients()
   /// with the gradients and the metrics on the same instance (data-parallel
   /// training all-reduces both there). It may change them in place; it must
@@ -181,6 +183,8 @@ class DqnLearner {
     d_head_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::d_head"), B,
                      layout_.head_outputs());
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), B);
+    loss_row_terms_ =
+        row_terms(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::loss_row_terms"), 2, B);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, online_.flat, layout_, config_.seed, config_.init);
     Kokkos::deep_copy(space, target_.params().flat, online_.flat);
@@ -357,12 +361,11 @@ class DqnLearner {
 
     // Online network at s and s' in one pass over stacked rows [s; s'].
     const auto online_out = online_net_.forward(space, online_.flat, batch.states, batch.next_states);
-    const auto target_out = target_net_.forward(space, target_.params().flat, batch.next_states, {});
 
     kernels::DqnLossArgs<memory_space> args;
     args.online_s = matrix_rows(online_out, 0, B);
     args.online_next = matrix_rows(online_out, B, 2 * B);
-    args.target_next = target_out;
+    args.target_next = matrix_rows(target_net_.output(), 0, B);
     args.actions = batch.actions;
     args.rewards = batch.rewards;
     args.discounts = batch.discounts;
@@ -376,7 +379,13 @@ class DqnLearner {
     // (the portable backward forms it with the head's dW).
     if (blas) args.head_bias_grad = layer_bias(grads_, layout_, L - 1);
     args.scratch = reduce_;
-    kernels::dqn_loss(space, args);
+    if (fuses_loss_in_target_head(B)) {
+      target_net_.forward(space, target_.params().flat, batch.next_states, {}, nullptr,
+                          kernels::dqn_loss_in_head<ExecSpace>(args, loss_row_terms_));
+    } else {
+      target_net_.forward(space, target_.params().flat, batch.next_states, {});
+      kernels::dqn_loss(space, args);
+    }
 
     online_net_.backward(space, online_.flat, batch.states, ConstMatrix<memory_space>(args.d_head), grads_,
                          blas ? HeadBiasGrad::given : HeadBiasGrad::compute);
@@ -524,6 +533,20 @@ class DqnLearner {
 #endif
     return env_step_in_head_ && rows > 0 && online_net_.fuses_greedy();
   }
+  /// Whether an update of `batch` rows forms its loss inside the target
+  /// network's head kernel (kernels/agents/dqn/loss_in_head.hpp) instead of
+  /// a launch of its own: the blas backend's head kernel, a batch the loss
+  /// kernel splits over several teams, unless FOXRL_LOSS_IN_TARGET_HEAD=0.
+  /// The same bits either way.
+  bool fuses_loss_in_target_head(int batch) const {
+    return loss_in_target_head_ && target_net_.fuses_greedy() &&
+           kernels::dqn_loss_fits_in_head<ExecSpace>(batch, layout_.head_outputs(), reduce_) &&
+           loss_row_terms_.extent(1) >= std::size_t(batch);
+  }
+  /// Turns the loss inside the target head kernel on or off (see
+  /// fuses_loss_in_target_head).
+  void set_loss_in_target_head(bool on) { loss_in_target_head_ = on; }
+
   /// Turns the env step inside the head kernel's launch on or off (on
   /// unless FOXRL_ENV_STEP_IN_HEAD=0), where the fused forward does not
   /// take the rows.
@@ -672,6 +695,9 @@ class DqnLearner {
   Mlp<ExecSpace> online_net_, target_net_;
   matrix d_head_;
   vector td_errors_, metrics_;
+  /// Each row's weighted loss and Q(s, a), for the sums of the loss inside
+  /// the target head kernel.
+  row_terms loss_row_terms_;
   TrainingGuard<ExecSpace> guard_;
   std::unique_ptr<StreamGraphs<ExecSpace>> graphs_;
   GradientHook hook_;
@@ -681,6 +707,7 @@ class DqnLearner {
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   bool fuse_env_step_ = fused_env_step_allowed_by_environment();       ///< greedy_actions_then's per-env work in it
   bool env_step_in_head_ = env_step_in_head_allowed_by_environment();  ///< ... or in the head kernel's launch
+  bool loss_in_target_head_ = loss_in_target_head_allowed_by_environment();
   int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
   int fused_threads_ =
       fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)

@@ -385,8 +385,12 @@ class DqnTrainer {
   }
   /// Whether an iteration with updates advances the device clock inside its
   /// last priority update's launch (no "foxrl::IterationClock::advance"
-  /// launch or "foxrl::DqnTrainer::clock" phase of its own).
-  bool clock_in_priority_update() const { return clock_in_priority_update_; }
+  /// launch or "foxrl::DqnTrainer::clock" phase of its own): as
+  /// FOXRL_CLOCK_IN_PRIORITY_UPDATE says, or where that update is uniform
+  /// replay's flat pass.
+  bool clock_in_priority_update() const {
+    return clock_forced_.value_or(replay_.has_value() && replay_->updates_flat());
+  }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
   const RunSpec& spec() const { return spec_; }
@@ -473,7 +477,7 @@ class DqnTrainer {
       auto at = at_update;
       at.sample_calls = clock_->read(Clock::sample_calls, u);
       const kernels::CounterRead updates_before = clock_->read(Clock::updates, u);
-      if (u + 1 < rounds || !clock_in_priority_update_) {
+      if (u + 1 < rounds || !clock_in_priority_update()) {
         update(space, at, updates_before, u + 1 < rounds);
         continue;
       }
@@ -536,9 +540,10 @@ class DqnTrainer {
   std::int64_t updates_ = 0;
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
-  /// The clock's advance inside the last priority update's launch
-  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE=1; off by default: a launch of its own).
-  bool clock_in_priority_update_ = clock_in_priority_update_allowed_by_environment();
+  /// The clock's advance inside the last priority update's launch: "1"
+  /// always, "0" never, unset: after uniform replay's flat update only
+  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE; clock_in_priority_update()).
+  std::optional<bool> clock_forced_ = clock_in_priority_update_from_environment();
   /// The replay insert inside the collector's one-team record
   /// (FOXRL_INSERT_IN_RECORD=0: a launch of its own).
   bool insert_in_record_ = insert_in_record_allowed_by_environment();

@@ -29,8 +29,7 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_CUDA_NARROW_INPUT", &foxrl::narrow_input_allowed_by_environment},
       {"FOXRL_FLAT_UNIFORM_UPDATE", &foxrl::flat_uniform_update_allowed_by_environment},
       {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment},
-      {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment},
-      {"FOXRL_LOSS_IN_TARGET_HEAD", &foxrl::loss_in_target_head_allowed_by_environment}};
+      {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {
@@ -50,7 +49,8 @@ TEST_CASE("the paths that measured slower are off unless set to 1", "[switch]") 
   using foxrl::test::ScopedEnvironment;
   const std::vector<std::pair<const char*, bool (*)()>> switches = {
       {"FOXRL_CUDA_NARROW_FORWARD", &foxrl::narrow_forward_requested_by_environment},
-      {"FOXRL_RECORD_ACROSS_TEAMS", &foxrl::record_across_teams_requested_by_environment}};
+      {"FOXRL_RECORD_ACROSS_TEAMS", &foxrl::record_across_teams_requested_by_environment},
+      {"FOXRL_LOSS_IN_TARGET_HEAD", &foxrl::loss_in_target_head_requested_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {

@@ -3,11 +3,11 @@
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
 // FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_INSERT_IN_RECORD,
-// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_LOSS_IN_TARGET_HEAD): on unless set to
-// "0", so a user turns a fast path off for a comparison or to rule it out
-// while debugging; paths that measured slower, kept for comparison on
-// other GPUs and off unless set to "1" (FOXRL_CUDA_NARROW_FORWARD,
-// FOXRL_RECORD_ACROSS_TEAMS); one the trainer decides unless set to "0" or
+// FOXRL_NORMALIZE_IN_SAMPLE): on unless set to "0", so a user turns a fast
+// path off for a comparison or to rule it out while debugging; paths that
+// measured slower, kept for comparison on other GPUs and off unless set to
+// "1" (FOXRL_CUDA_NARROW_FORWARD, FOXRL_RECORD_ACROSS_TEAMS,
+// FOXRL_LOSS_IN_TARGET_HEAD); one the trainer decides unless set to "0" or
 // "1" (FOXRL_CLOCK_IN_PRIORITY_UPDATE); and one tuning knob,
 // FOXRL_CUDA_FUSED_THREADS.
 
@@ -67,12 +67,14 @@ inline bool fused_env_step_allowed_by_environment() { return switch_on_in_enviro
 /// "0" turns it off. Every backend.
 inline bool env_step_in_head_allowed_by_environment() { return switch_on_in_environment("FOXRL_ENV_STEP_IN_HEAD"); }
 
-/// FOXRL_LOSS_IN_TARGET_HEAD: the DQN loss (its rows and the batch sums)
+/// FOXRL_LOSS_IN_TARGET_HEAD=1: the DQN loss (its rows and the batch sums)
 /// inside the target network's head kernel instead of a launch of its own
-/// (the blas backend's head kernel; the same bits); "0" turns it off.
-/// Every backend.
-inline bool loss_in_target_head_allowed_by_environment() {
-  return switch_on_in_environment("FOXRL_LOSS_IN_TARGET_HEAD");
+/// (the blas backend's head kernel; the same bits). Every backend. Off by
+/// default: one launch fewer, but 2.6-3.7 us slower per iteration on an
+/// H100 (the head kernel's last team forming the sums takes longer than
+/// the loss kernel; perf/NOTES.md).
+inline bool loss_in_target_head_requested_by_environment() {
+  return environment_value_is("FOXRL_LOSS_IN_TARGET_HEAD", "1");
 }
 
 /// FOXRL_CLOCK_IN_PRIORITY_UPDATE: whether a training iteration with

@@ -535,9 +535,10 @@ class DqnLearner {
   }
   /// Whether an update of `batch` rows forms its loss inside the target
   /// network's head kernel (kernels/agents/dqn/loss_in_head.hpp) instead of
-  /// a launch of its own: the blas backend's head kernel, a batch the loss
-  /// kernel splits over several teams, unless FOXRL_LOSS_IN_TARGET_HEAD=0.
-  /// The same bits either way.
+  /// a launch of its own: asked for (FOXRL_LOSS_IN_TARGET_HEAD=1 or
+  /// set_loss_in_target_head; off by default, measured slower on an H100),
+  /// the blas backend's head kernel, a batch the loss kernel splits over
+  /// several teams. The same bits either way.
   bool fuses_loss_in_target_head(int batch) const {
     return loss_in_target_head_ && target_net_.fuses_greedy() &&
            kernels::dqn_loss_fits_in_head<ExecSpace>(batch, layout_.head_outputs(), reduce_) &&
@@ -707,7 +708,7 @@ class DqnLearner {
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
   bool fuse_env_step_ = fused_env_step_allowed_by_environment();       ///< greedy_actions_then's per-env work in it
   bool env_step_in_head_ = env_step_in_head_allowed_by_environment();  ///< ... or in the head kernel's launch
-  bool loss_in_target_head_ = loss_in_target_head_allowed_by_environment();
+  bool loss_in_target_head_ = loss_in_target_head_requested_by_environment();
   int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
   int fused_threads_ =
       fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)

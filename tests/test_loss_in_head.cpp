@@ -9,11 +9,13 @@
 #include "core/execution_context.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "support/reference_dqn.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,7 @@ TEMPLATE_TEST_CASE("the loss inside the target head kernel gives the loss kernel
     auto config = blas_config(B, shape.obs_dim, shape.hidden, shape.num_actions);
     config.loss = shape.loss;
     foxrl::DqnLearner<Exec> folded(space, config), twin(space, config);
+    folded.set_loss_in_target_head(true);
     twin.set_loss_in_target_head(false);
     REQUIRE(folded.fuses_loss_in_target_head(B));
     REQUIRE_FALSE(twin.fuses_loss_in_target_head(B));
@@ -91,21 +94,31 @@ TEMPLATE_TEST_CASE("the loss inside the target head kernel gives the loss kernel
   }
 }
 
-TEMPLATE_TEST_CASE("the loss stays a launch of its own where the head kernel cannot take it", "[learner][fused]",
-                   FOXRL_TEST_SPACES) {
+TEMPLATE_TEST_CASE("the loss stays a launch of its own unless asked for and where the head kernel cannot take it",
+                   "[learner][fused]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
+  const auto asked = [&](const foxrl::DqnLearnerConfig& config) {
+    auto learner = std::make_unique<foxrl::DqnLearner<Exec>>(space, config);
+    learner->set_loss_in_target_head(true);
+    return learner;
+  };
   // A batch the loss kernel forms in one team: no team order to reproduce.
   const int one_team = foxrl::kernels::DqnLossTiling<Exec>::rows_per_team;
-  foxrl::DqnLearner<Exec> small(space, blas_config(one_team, 5, {7, 6}, 3));
-  CHECK_FALSE(small.fuses_loss_in_target_head(one_team));
-  CHECK(
-      foxrl::DqnLearner<Exec>(space, blas_config(one_team + 1, 5, {7, 6}, 3)).fuses_loss_in_target_head(one_team + 1));
+  CHECK_FALSE(asked(blas_config(one_team, 5, {7, 6}, 3))->fuses_loss_in_target_head(one_team));
+  CHECK(asked(blas_config(one_team + 1, 5, {7, 6}, 3))->fuses_loss_in_target_head(one_team + 1));
   // The portable dense backend has no head kernel.
   auto portable = blas_config(300, 5, {7, 6}, 3);
   portable.dense_backend = foxrl::DenseBackend::portable;
-  CHECK_FALSE(foxrl::DqnLearner<Exec>(space, portable).fuses_loss_in_target_head(300));
+  CHECK_FALSE(asked(portable)->fuses_loss_in_target_head(300));
   // More head outputs than one pass of the head kernel.
-  CHECK_FALSE(foxrl::DqnLearner<Exec>(space, blas_config(300, 5, {7, 6}, 8)).fuses_loss_in_target_head(300));
+  CHECK_FALSE(asked(blas_config(300, 5, {7, 6}, 8))->fuses_loss_in_target_head(300));
+  // Off unless asked for (measured slower on an H100: perf/NOTES.md).
+  {
+    const foxrl::test::ScopedEnvironment unset("FOXRL_LOSS_IN_TARGET_HEAD", nullptr);
+    CHECK_FALSE(foxrl::DqnLearner<Exec>(space, blas_config(300, 5, {7, 6}, 3)).fuses_loss_in_target_head(300));
+  }
+  const foxrl::test::ScopedEnvironment on("FOXRL_LOSS_IN_TARGET_HEAD", "1");
+  CHECK(foxrl::DqnLearner<Exec>(space, blas_config(300, 5, {7, 6}, 3)).fuses_loss_in_target_head(300));
 }

@@ -92,6 +92,13 @@ inline std::optional<bool> clock_in_priority_update_from_environment() {
   return std::nullopt;
 }
 
+/// FOXRL_PAIRED_FORWARD: a learner's update runs the online network over
+/// [s; s'] and the target network over s' with one library call per layer
+/// (a batched product of both networks' weights) instead of one per
+/// network, where DenseOps::pairs_forwards() allows it (CUDA, fp32 with the
+/// fused epilogues); "0" turns it off.
+inline bool paired_forward_allowed_by_environment() { return switch_on_in_environment("FOXRL_PAIRED_FORWARD"); }
+
 /// FOXRL_INSERT_IN_RECORD: with a few envs (the collector's record of a
 /// step in one team), the replay's insert of the step's transitions runs in
 /// that team after the record instead of a launch of its own; "0" turns it

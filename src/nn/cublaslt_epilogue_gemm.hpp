@@ -21,6 +21,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -65,6 +66,21 @@ using LtPreference = LtObject<cublasLtMatmulPreference_t, cublasLtMatmulPreferen
 inline std::uint32_t lt_alignment(const void* p, std::int64_t row_stride_bytes = 256) {
   std::uint64_t bits = reinterpret_cast<std::uintptr_t>(p) | std::uint64_t(row_stride_bytes) | 256u;
   return static_cast<std::uint32_t>(bits & (~bits + 1));
+}
+
+/// `p` moved by `elements` floats (possibly into another allocation: the
+/// batch strides of EpilogueGemm::forward_pair span buffers).
+inline const void* float_offset(const void* p, std::int64_t elements) {
+  return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) +
+                                       static_cast<std::uintptr_t>(elements * std::int64_t(sizeof(float))));
+}
+
+/// The distance in floats from `from` to `to`, two float buffers of one
+/// device (a signed batch stride).
+inline std::int64_t float_distance(const float* from, const float* to) {
+  return (static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(to)) -
+          static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(from))) /
+         std::int64_t(sizeof(float));
 }
 
 }  // namespace detail
@@ -112,6 +128,31 @@ class EpilogueGemm<Kokkos::Cuda> {
     return launch(space, Key{epilogue, true, false, N, M, K, o}, o, run);
   }
 
+  /// Two parameter sets over the same input in one call: Y_i[M, N] =
+  /// act(X[M, K] W_i[N, K]^T + b_i) for i = 1, 2 (act = ReLU when `relu`),
+  /// as a strided batch of two whose strides are the distances from W_1,
+  /// b_1 and Y_1 to W_2, b_2 and Y_2 (any two buffers of the device: the
+  /// strides are signed) and 0 for X. Y_2 has Y_1's row stride. `run` false
+  /// only asks. Returns whether it ran (not: cuBLASLt has no batched
+  /// algorithm for the shape, or the operands' shapes differ).
+  bool forward_pair(const Kokkos::Cuda& space, const ConstMatrix<memory_space>& x, const ConstMatrix<memory_space>& w1,
+                    const ConstVector<memory_space>& b1, const MutableMatrix<memory_space>& y1,
+                    const ConstMatrix<memory_space>& w2, const ConstVector<memory_space>& b2,
+                    const MutableMatrix<memory_space>& y2, bool relu, bool run = true) {
+    const int M = static_cast<int>(x.extent(0)), K = static_cast<int>(x.extent(1)), N = static_cast<int>(w1.extent(0));
+    if (M == 0 || w2.extent(0) != w1.extent(0) || w2.extent(1) != w1.extent(1) || w2.stride(0) != w1.stride(0) ||
+        y2.extent(0) != y1.extent(0) || y2.extent(1) != y1.extent(1) || y2.stride(0) != y1.stride(0) ||
+        b2.extent(0) != b1.extent(0))
+      return false;
+    const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    Operands o = operands(w1, x, y1, b1.data(), ReluBitmask());
+    o.batch = 2;
+    o.stride_a = detail::float_distance(w1.data(), w2.data());
+    o.stride_d = detail::float_distance(y1.data(), y2.data());
+    o.stride_bias = detail::float_distance(b1.data(), b2.data());
+    return launch(space, Key{epilogue, true, false, N, M, K, o}, o, run);
+  }
+
   /// dX[M, K] = (dY[M, N] W[N, K]) * [mask] and db[K] = sum over rows of
   /// dX, `mask` being the ReLU bitmask the forward of dX's layer input
   /// wrote (mask.rows >= M). `run` false only asks. Returns whether it ran.
@@ -150,6 +191,10 @@ class EpilogueGemm<Kokkos::Cuda> {
     const void* bias = nullptr;  // read by BIAS epilogues, written by BGRAD
     std::uint8_t* aux = nullptr;
     std::int64_t aux_ld = 0;
+    /// A strided batch (forward_pair): the count and the distances, in
+    /// elements, from one product's A, B, D and bias to the next's.
+    int batch = 1;
+    std::int64_t stride_a = 0, stride_b = 0, stride_d = 0, stride_bias = 0;
   };
 
   /// cuBLASLt's A, B and D: our B, A and C (see the file comment of
@@ -175,6 +220,8 @@ class EpilogueGemm<Kokkos::Cuda> {
     bool trans_a, trans_b;
     int m, n, k;
     std::int64_t lda, ldb, ldd, aux_ld;
+    int batch;
+    std::int64_t stride_a, stride_b, stride_d, stride_bias;
     std::uint32_t align_a, align_b, align_d, align_bias, align_aux;
 
     Key(cublasLtEpilogue_t e, bool ta, bool tb, int m_, int n_, int k_, const Operands& o)
@@ -188,16 +235,29 @@ class EpilogueGemm<Kokkos::Cuda> {
           ldb(o.ldb),
           ldd(o.ldd),
           aux_ld(o.aux_ld),
-          align_a(detail::lt_alignment(o.a, o.lda * 4)),
-          align_b(detail::lt_alignment(o.b, o.ldb * 4)),
-          align_d(detail::lt_alignment(o.d, o.ldd * 4)),
-          align_bias(detail::lt_alignment(o.bias)),
+          batch(o.batch),
+          stride_a(o.stride_a),
+          stride_b(o.stride_b),
+          stride_d(o.stride_d),
+          stride_bias(o.stride_bias),
+          // Every product of a batch reads its operands at the first one's
+          // address plus its strides: the alignment covers both.
+          align_a(std::min(detail::lt_alignment(o.a, o.lda * 4),
+                           detail::lt_alignment(detail::float_offset(o.a, o.stride_a), o.lda * 4))),
+          align_b(std::min(detail::lt_alignment(o.b, o.ldb * 4),
+                           detail::lt_alignment(detail::float_offset(o.b, o.stride_b), o.ldb * 4))),
+          align_d(std::min(detail::lt_alignment(o.d, o.ldd * 4),
+                           detail::lt_alignment(detail::float_offset(o.d, o.stride_d), o.ldd * 4))),
+          align_bias(std::min(detail::lt_alignment(o.bias),
+                              detail::lt_alignment(detail::float_offset(o.bias, o.stride_bias)))),
           align_aux(o.aux != nullptr ? detail::lt_alignment(o.aux, o.aux_ld / 8) : 0) {}
 
     bool operator<(const Key& o) const {
-      return std::tie(epilogue, trans_a, trans_b, m, n, k, lda, ldb, ldd, aux_ld, align_a, align_b, align_d, align_bias,
+      return std::tie(epilogue, trans_a, trans_b, m, n, k, lda, ldb, ldd, aux_ld, batch, stride_a, stride_b, stride_d,
+                      stride_bias, align_a, align_b, align_d, align_bias,
                       align_aux) < std::tie(o.epilogue, o.trans_a, o.trans_b, o.m, o.n, o.k, o.lda, o.ldb, o.ldd,
-                                            o.aux_ld, o.align_a, o.align_b, o.align_d, o.align_bias, o.align_aux);
+                                            o.aux_ld, o.batch, o.stride_a, o.stride_b, o.stride_d, o.stride_bias,
+                                            o.align_a, o.align_b, o.align_d, o.align_bias, o.align_aux);
     }
   };
 
@@ -237,6 +297,16 @@ class EpilogueGemm<Kokkos::Cuda> {
     return detail::LtLayout(l);
   }
 
+  /// Makes `l` a strided batch of `count` matrices `stride` elements apart.
+  static void batched(const detail::LtLayout& l, int count, std::int64_t stride) {
+    detail::check_cublas(
+        cublasLtMatrixLayoutSetAttribute(l.get(), CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+        "cublasLtMatrixLayoutSetAttribute");
+    detail::check_cublas(
+        cublasLtMatrixLayoutSetAttribute(l.get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+        "cublasLtMatrixLayoutSetAttribute");
+  }
+
   Plan make_plan(const Key& key, const Operands& o) {
     Plan p;
     cublasLtMatmulDesc_t desc = nullptr;
@@ -259,6 +329,12 @@ class EpilogueGemm<Kokkos::Cuda> {
     p.a = key.trans_a ? layout(key.k, key.m, key.lda) : layout(key.m, key.k, key.lda);
     p.b = key.trans_b ? layout(key.n, key.k, key.ldb) : layout(key.k, key.n, key.ldb);
     p.d = layout(key.m, key.n, key.ldd);
+    if (key.batch > 1) {
+      batched(p.a, key.batch, key.stride_a);
+      batched(p.b, key.batch, key.stride_b);
+      batched(p.d, key.batch, key.stride_d);
+      set(p.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, key.stride_bias);
+    }
 
     cublasLtMatmulPreference_t pref = nullptr;
     detail::check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");

@@ -201,6 +201,46 @@ class DenseOps {
     return false;
   }
 
+  /// Whether two networks' forwards may share library calls
+  /// (forward_pair, forward_batched): the blas backend with the fused
+  /// epilogues in fp32, no ReLU bitmasks and no narrow-input forward kernel
+  /// (the products they replace are then exactly one library call each).
+  bool pairs_forwards() const {
+    return epilogue_ != nullptr && !epilogue_masks_ && !narrow_forward_ && gemm_ &&
+           gemm_->precision() == MatmulPrecision::fp32;
+  }
+
+  /// Y_i = act(X W_i^T + b_i) for two parameter sets i = 1, 2 over one
+  /// input X, with the bias and ReLU in the product's epilogue, in one
+  /// library call (EpilogueGemm::forward_pair). Returns false (nothing ran)
+  /// where pairs_forwards() is false or the library has no algorithm; `run`
+  /// false only asks.
+  bool forward_pair(const ExecSpace& space, const ConstMatrix<memory_space>& x, const ConstMatrix<memory_space>& w1,
+                    const ConstVector<memory_space>& b1, const MutableMatrix<memory_space>& y1,
+                    const ConstMatrix<memory_space>& w2, const ConstVector<memory_space>& b2,
+                    const MutableMatrix<memory_space>& y2, bool relu, bool run = true) {
+    if (!pairs_forwards()) return false;
+    detail::check_shapes(x.extent(1) == w1.extent(1) && y1.extent(0) == x.extent(0) && y1.extent(1) == w1.extent(0) &&
+                             b1.extent(0) == w1.extent(0),
+                         "foxrl::DenseOps::forward_pair",
+                         "X " + detail::dims(x.extent(0), x.extent(1)) + ", W " +
+                             detail::dims(w1.extent(0), w1.extent(1)) + ", Y " +
+                             detail::dims(y1.extent(0), y1.extent(1)));
+    const bool ran = epilogue_->forward_pair(space, x, w1, b1, y1, w2, b2, y2, relu, run);
+    if (ran && run) ++forward_products_;
+    return ran;
+  }
+
+  /// Plain products Y_j = X_j W_j^T of one shape in one library call
+  /// (RowMajorGemm::forward_batched). Returns false (nothing ran) where
+  /// pairs_forwards() is false or the library does not batch them.
+  bool forward_batched(const ExecSpace& space, const BatchedForward<memory_space>& products) {
+    if (!pairs_forwards()) return false;
+    const bool ran = gemm_->forward_batched(space, products);
+    if (ran) ++forward_products_;
+    return ran;
+  }
+
   /// dX[M, K] = (dY[M, N] W[N, K]) * [mask] and db[K] = the column sums of
   /// dX, in one fused product, `mask` being the ReLU bitmask a forward
   /// wrote for dX's rows (forward's return). Returns false (nothing done:

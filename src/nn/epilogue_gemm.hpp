@@ -3,6 +3,9 @@
 // the gemm's own epilogue, so no separate launch reads the product back:
 //   forward         Y  = act(X W^T + b)                  (bias, ReLU; optionally
 //                                                         the ReLU's bitmask)
+//   forward_pair    Y_i = act(X W_i^T + b_i), i = 1, 2   (two networks' layer
+//                                                         over one input, one
+//                                                         batched call)
 //   backward_input  dX = (dY W) * [mask], db = colsum dX  (the mask is the
 //                                                         bitmask the forward
 //                                                         of that layer wrote)
@@ -57,6 +60,12 @@ class EpilogueGemm {
   bool forward(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,
                const ConstVector<memory_space>&, bool, const MutableMatrix<memory_space>&, const ReluBitmask&,
                bool = true) {
+    return false;
+  }
+  bool forward_pair(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,
+                    const ConstVector<memory_space>&, const MutableMatrix<memory_space>&,
+                    const ConstMatrix<memory_space>&, const ConstVector<memory_space>&,
+                    const MutableMatrix<memory_space>&, bool, bool = true) {
     return false;
   }
   bool backward_input(const ExecSpace&, const ConstMatrix<memory_space>&, const ConstMatrix<memory_space>&,

@@ -21,6 +21,7 @@
 // portable backend: one tiled launch per product (DenseOps).
 // docs/design.md lists the launches.
 
+#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
@@ -179,6 +180,118 @@ class Mlp {
     }
     return head;
   }
+
+  /// A learner's two forwards of an update: this network over [x1; x2] as
+  /// forward(space, params, x1, x2), and `target` (same layout and ops)
+  /// over x2 as target.forward(space, target_params, x2, {}, nullptr,
+  /// after_target_row). Where pairs_with() allows, each hidden layer of the
+  /// two networks is one library call instead of two: the first as a
+  /// batch of two products over the stacked rows (the target runs x1's
+  /// rows too, into its first layer's scratch), the last (whose bias and
+  /// ReLU the head kernel applies) as a batch of three products of x1's
+  /// rows (each network's rows of x1 and x2 at once would need the
+  /// target to run x1's rows through every layer); the heads stay one kernel
+  /// each. Otherwise the two forwards run. Returns this network's head
+  /// outputs; the target's are target.output(). The products are the same
+  /// ones, so the results are the two forwards' up to the library's choice
+  /// of algorithm for the batch.
+  template <class AfterRow = kernels::NothingAfterRow>
+  MutableMatrix<memory_space> forward_with_target(const ExecSpace& space, const flat& params, Mlp& target,
+                                                  const flat& target_params, const ConstMatrix<memory_space>& x1,
+                                                  const ConstMatrix<memory_space>& x2,
+                                                  const AfterRow& after_target_row = AfterRow()) {
+    if (!pairs_with(space, params, target, target_params, x1, x2)) {
+      auto head = forward(space, params, x1, x2);
+      target.forward(space, target_params, x2, {}, nullptr, after_target_row);
+      return head;
+    }
+    if (!std::is_same_v<AfterRow, kernels::NothingAfterRow> && !target.fuses_greedy())
+      throw LogicError("foxrl::Mlp::forward_with_target: work after each row needs the fused head kernel");
+    const int B = static_cast<int>(x1.extent(0)), n = 2 * B;
+    const int last_hidden = layout_.num_layers - 2;
+    const ConstMatrix<memory_space> x(x1.data(), n, x1.extent(1));  // [x1; x2]: pairs_with checked they are stacked
+    // The target's input rows of layer l (its x2 rows).
+    const auto target_input = [&](int l) {
+      if (l == 0) return x2;
+      return ConstMatrix<memory_space>(matrix_rows(target.act_[l - 1], l == 1 ? B : 0, l == 1 ? n : B));
+    };
+    for (int l = 0; l < last_hidden; ++l) {
+      const auto w = layer_weight(params, layout_, l), w_t = layer_weight(target_params, layout_, l);
+      const auto b = layer_bias(params, layout_, l), b_t = layer_bias(target_params, layout_, l);
+      if (l == 0) {
+        if (!ops_->forward_pair(space, x, w, b, matrix_rows(act_[0], 0, n), w_t, b_t, matrix_rows(target.act_[0], 0, n),
+                                true))
+          throw LogicError("foxrl::Mlp::forward_with_target: the paired first layer did not run");
+      } else {
+        ops_->forward(space, ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, n)), {}, w, b, true,
+                      matrix_rows(act_[l], 0, n));
+        ops_->forward(space, target_input(l), {}, w_t, b_t, true, matrix_rows(target.act_[l], 0, B));
+      }
+      mask_rows_[std::size_t(l)] = 0;
+      target.mask_rows_[std::size_t(l)] = 0;
+    }
+    const int l = last_hidden;
+    const ConstMatrix<memory_space> in = l == 0 ? x : ConstMatrix<memory_space>(matrix_rows(act_[l - 1], 0, n));
+    const ConstMatrix<memory_space> w = layer_weight(params, layout_, l), w_t = layer_weight(target_params, layout_, l);
+    BatchedForward<memory_space> products;
+    const auto in_rows = [&](int begin) {
+      return ConstMatrix<memory_space>(in.data() + std::size_t(begin) * in.extent(1), B, in.extent(1));
+    };
+    products.add(in_rows(0), w, matrix_rows(act_[l], 0, B));
+    products.add(in_rows(B), w, matrix_rows(act_[l], B, n));
+    products.add(target_input(l), w_t, matrix_rows(target.act_[l], 0, B));
+    if (products.count != 3 || !ops_->forward_batched(space, products))
+      throw LogicError("foxrl::Mlp::forward_with_target: the batched last hidden layer did not run");
+    const auto head = matrix_rows(out_, 0, n);
+    // Rows whose ReLU output stays stored for a backward, as forward()
+    // keeps them (x1's rows of the one product past the first layer).
+    kernels::bias_relu_small_dense_forward(space, matrix_rows(act_[l], 0, n),
+                                           ConstVector<memory_space>(layer_bias(params, layout_, l)),
+                                           ConstMatrix<memory_space>(layer_weight(params, layout_, l + 1)),
+                                           ConstVector<memory_space>(layer_bias(params, layout_, l + 1)), head, nullptr,
+                                           std::min(l == 0 ? B : n, max_backward_rows_));
+    kernels::bias_relu_small_dense_forward(
+        space, matrix_rows(target.act_[l], 0, B), ConstVector<memory_space>(layer_bias(target_params, layout_, l)),
+        ConstMatrix<memory_space>(layer_weight(target_params, layout_, l + 1)),
+        ConstVector<memory_space>(layer_bias(target_params, layout_, l + 1)), matrix_rows(target.out_, 0, B), nullptr,
+        std::min(B, target.max_backward_rows_), after_target_row);
+    return head;
+  }
+
+  /// Whether forward_with_target runs its hidden layers as shared library
+  /// calls for these operands: DenseOps::pairs_forwards() on the ops both
+  /// networks share, one layout with a hidden layer, x1 and x2 of one row
+  /// count with x2's rows right after x1's, scratch for 2 x1-row counts in
+  /// both networks (the target's for its first layer), and the library's
+  /// batched first-layer algorithm for the shape.
+  bool pairs_with(const ExecSpace& space, const flat& params, const Mlp& target, const flat& target_params,
+                  const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2) const {
+    if (!pairs_forward_ || !ops_ || ops_ != target.ops_ || !ops_->pairs_forwards() || layout_.num_layers < 2 ||
+        target.layout_.total != layout_.total || target.layout_.describe() != layout_.describe())
+      return false;
+    const std::size_t B = x1.extent(0);
+    const int last_hidden = layout_.num_layers - 2;
+    if (B == 0 || x2.extent(0) != B || x1.extent(1) != std::size_t(layout_.obs_dim) || x2.extent(1) != x1.extent(1) ||
+        x1.stride(0) != x1.extent(1) || x2.stride(0) != x1.stride(0) || x2.data() != x1.data() + B * x1.stride(0))
+      return false;
+    if (out_.extent(0) < 2 * B || act_[0].extent(0) < 2 * B || target.out_.extent(0) < B ||
+        target.act_[0].extent(0) < (last_hidden > 0 ? 2 * B : B))
+      return false;
+    for (const auto& m : masks_)
+      if (m.extent(0) > 0) return false;
+    if (last_hidden == 0) return true;
+    check_params("forward_with_target", params);
+    target.check_params("forward_with_target", target_params);
+    const ConstMatrix<memory_space> x(x1.data(), 2 * B, x1.extent(1));
+    return ops_->forward_pair(space, x, layer_weight(params, layout_, 0), layer_bias(params, layout_, 0),
+                              matrix_rows(act_[0], 0, 2 * B), layer_weight(target_params, layout_, 0),
+                              layer_bias(target_params, layout_, 0), matrix_rows(target.act_[0], 0, 2 * B), true,
+                              false);
+  }
+
+  /// Turns forward_with_target's shared calls off (on by default where
+  /// pairs_with allows; FOXRL_PAIRED_FORWARD=0 turns them off too).
+  void set_paired_forward(bool on) { pairs_forward_ = on; }
 
   /// Backward of the last forward's first B rows: `x` [B, obs_dim] must be
   /// those rows' input (x1 of forward, B <= its rows) and `params` the
@@ -354,6 +467,7 @@ class Mlp {
   /// of the last forward's rows it holds (0: none, the mask kernel runs).
   std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
   std::vector<int> mask_rows_;
+  bool pairs_forward_ = paired_forward_allowed_by_environment();
 };
 
 }  // namespace foxrl

@@ -52,6 +52,44 @@ void check_gemm_shapes(bool trans_a, bool trans_b, const A& a, const B& b, const
 
 }  // namespace detail
 
+/// Up to three products Y_j = X_j W_j^T of one shape (M rows, K inputs, N
+/// outputs) and one row stride per operand kind, for
+/// RowMajorGemm::forward_batched.
+template <class MemorySpace>
+struct BatchedForward {
+  static constexpr int max_count = 3;
+  int count = 0;
+  int rows = 0, inputs = 0, outputs = 0;
+  std::int64_t x_ld = 0, w_ld = 0, y_ld = 0;
+  const float* x[max_count] = {};
+  const float* w[max_count] = {};
+  float* y[max_count] = {};
+
+  /// Adds product Y = X W^T; false (nothing added) when it is the
+  /// (count + 1)-th past max_count or its shape or strides differ from the
+  /// first's.
+  bool add(const ConstMatrix<MemorySpace>& x_j, const ConstMatrix<MemorySpace>& w_j,
+           const MutableMatrix<MemorySpace>& y_j) {
+    const int m = static_cast<int>(x_j.extent(0)), k = static_cast<int>(x_j.extent(1));
+    const int n = static_cast<int>(w_j.extent(0));
+    if (count == max_count || w_j.extent(1) != std::size_t(k) || y_j.extent(0) != std::size_t(m) ||
+        y_j.extent(1) != std::size_t(n))
+      return false;
+    const auto ld = [](const auto& v) { return static_cast<std::int64_t>(v.stride(0)); };
+    if (count == 0) {
+      rows = m, inputs = k, outputs = n;
+      x_ld = ld(x_j), w_ld = ld(w_j), y_ld = ld(y_j);
+    } else if (m != rows || k != inputs || n != outputs || ld(x_j) != x_ld || ld(w_j) != w_ld || ld(y_j) != y_ld) {
+      return false;
+    }
+    x[count] = x_j.data();
+    w[count] = w_j.data();
+    y[count] = y_j.data();
+    ++count;
+    return true;
+  }
+};
+
 /// C = op(A) op(B) (beta = 0) on row-major matrices; see the file comment.
 template <class ExecSpace>
 class RowMajorGemm {
@@ -77,6 +115,10 @@ class RowMajorGemm {
     compat::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", 1.0f, rounded(space, 0, a), rounded(space, 1, b),
                  0.0f, c);
   }
+
+  /// Products Y_j = X_j W_j^T of one shape in one library call (CUDA; see
+  /// there). Not offered here: returns false, nothing runs.
+  bool forward_batched(const ExecSpace&, const BatchedForward<memory_space>&) { return false; }
 
  private:
   /// A copy of `m` rounded to the precision, in operand buffer `slot`
@@ -143,6 +185,43 @@ class RowMajorGemm<Kokkos::Cuda> {
                          "cublasSgemm");
   }
 
+  /// The products of `p` in one cublasSgemmBatched call (fp32 only: other
+  /// precisions return false and run nothing). Its arrays of operand
+  /// pointers live in device memory, rewritten by a one-thread-per-pointer
+  /// launch on `space` only when they differ from the last call's: a
+  /// learner's paired forward passes the same buffers every update, so a
+  /// replayed graph holds the product alone.
+  bool forward_batched(const Kokkos::Cuda& space, const BatchedForward<memory_space>& p) {
+    if (precision_ != MatmulPrecision::fp32 || p.count == 0) return false;
+    constexpr int n = BatchedForward<memory_space>::max_count;
+    Kokkos::Array<std::uintptr_t, 3 * n> wanted{};
+    for (int j = 0; j < p.count; ++j) {
+      wanted[j] = reinterpret_cast<std::uintptr_t>(p.w[j]);
+      wanted[n + j] = reinterpret_cast<std::uintptr_t>(p.x[j]);
+      wanted[2 * n + j] = reinterpret_cast<std::uintptr_t>(p.y[j]);
+    }
+    if (pointers_.extent(0) == 0)
+      pointers_ = Kokkos::View<std::uintptr_t*, memory_space>(
+          Kokkos::view_alloc(space, "foxrl::RowMajorGemm::batch_pointers"), 3 * n);
+    bool same = pointers_set_;
+    for (int i = 0; i < 3 * n; ++i) same = same && pointers_host_[i] == wanted[i];
+    if (!same) {
+      Kokkos::parallel_for("foxrl::RowMajorGemm::batch_pointers", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, 3 * n),
+                           WritePointers{pointers_, wanted});
+      pointers_host_ = wanted;
+      pointers_set_ = true;
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    const auto* base = reinterpret_cast<float* const*>(pointers_.data());
+    // Column-major Y_j^T [N, M] = op_T(W_j) X_j^T, as operator() for
+    // (trans_a, trans_b) = (false, true).
+    detail::check_cublas(cublasSgemmBatched(handle_.get(space), CUBLAS_OP_T, CUBLAS_OP_N, p.outputs, p.rows, p.inputs,
+                                            &alpha, base, static_cast<int>(p.w_ld), base + n, static_cast<int>(p.x_ld),
+                                            &beta, base + 2 * n, static_cast<int>(p.y_ld), p.count),
+                         "cublasSgemmBatched");
+    return true;
+  }
+
  private:
   /// A bf16 copy of `m` in operand buffer `slot` (grown on first use of a
   /// larger operand: a learner's first update runs directly, before any
@@ -157,9 +236,22 @@ class RowMajorGemm<Kokkos::Cuda> {
     return buffer.data();
   }
 
+  /// Writes forward_batched's pointer arrays (a named functor: library
+  /// headers launch no lambdas, ci/check-lambdas.sh).
+  struct WritePointers {
+    Kokkos::View<std::uintptr_t*, memory_space> dst;
+    Kokkos::Array<std::uintptr_t, 3 * BatchedForward<memory_space>::max_count> values;
+    KOKKOS_INLINE_FUNCTION void operator()(int i) const { dst(i) = values[i]; }
+  };
+
   CublasHandle handle_;
   MatmulPrecision precision_;
   Kokkos::View<std::uint16_t*, memory_space> bf16_[2];
+  /// forward_batched's operand pointers (W, then X, then Y; 3 each) on the
+  /// device and as last written.
+  Kokkos::View<std::uintptr_t*, memory_space> pointers_;
+  Kokkos::Array<std::uintptr_t, 3 * BatchedForward<memory_space>::max_count> pointers_host_{};
+  bool pointers_set_ = false;
 };
 #endif
 

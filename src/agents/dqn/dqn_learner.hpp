@@ -179,7 +179,8 @@ class DqnLearner {
     grads_ = alloc_flat(space, layout_, "foxrl::DqnLearner::grads");
     adam_ = AdamOptimizer<ExecSpace>(space, layout_.total, config_.adam(), "foxrl::DqnLearner");
     online_net_ = Mlp<ExecSpace>(space, layout_, rows, B, ops_, reduce_, "foxrl::DqnLearner::online_net");
-    target_net_ = Mlp<ExecSpace>(space, layout_, B, 0, ops_, reduce_, "foxrl::DqnLearner::target_net");
+    // 2 B rows: the paired forward runs the target's first layer over [s; s'].
+    target_net_ = Mlp<ExecSpace>(space, layout_, 2 * B, 0, ops_, reduce_, "foxrl::DqnLearner::target_net");
     d_head_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::d_head"), B,
                      layout_.head_outputs());
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), B);
@@ -359,12 +360,16 @@ class DqnLearner {
     const bool blas = config_.dense_backend == DenseBackend::blas;
     const int L = layout_.num_layers;
 
-    // Online network at s and s' in one pass over stacked rows [s; s'].
-    const auto online_out = online_net_.forward(space, online_.flat, batch.states, batch.next_states);
+    // Online network at s and s' in one pass over stacked rows [s; s'], the
+    // target network at s' (with the online one's layers where the ops
+    // allow: Mlp::forward_with_target); the loss follows, or rides in the
+    // target's head kernel.
+    const auto target_flat = target_.params().flat;
+    const bool loss_in_head = fuses_loss_in_target_head(B);
 
     kernels::DqnLossArgs<memory_space> args;
-    args.online_s = matrix_rows(online_out, 0, B);
-    args.online_next = matrix_rows(online_out, B, 2 * B);
+    args.online_s = matrix_rows(online_net_.output(), 0, B);
+    args.online_next = matrix_rows(online_net_.output(), B, 2 * B);
     args.target_next = matrix_rows(target_net_.output(), 0, B);
     args.actions = batch.actions;
     args.rewards = batch.rewards;
@@ -379,11 +384,11 @@ class DqnLearner {
     // (the portable backward forms it with the head's dW).
     if (blas) args.head_bias_grad = layer_bias(grads_, layout_, L - 1);
     args.scratch = reduce_;
-    if (fuses_loss_in_target_head(B)) {
-      target_net_.forward(space, target_.params().flat, batch.next_states, {}, nullptr,
-                          kernels::dqn_loss_in_head<ExecSpace>(args, loss_row_terms_));
+    if (loss_in_head) {
+      online_net_.forward_with_target(space, online_.flat, target_net_, target_flat, batch.states, batch.next_states,
+                                      kernels::dqn_loss_in_head<ExecSpace>(args, loss_row_terms_));
     } else {
-      target_net_.forward(space, target_.params().flat, batch.next_states, {});
+      online_net_.forward_with_target(space, online_.flat, target_net_, target_flat, batch.states, batch.next_states);
       kernels::dqn_loss(space, args);
     }
 

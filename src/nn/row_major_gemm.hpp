@@ -139,6 +139,19 @@ class RowMajorGemm {
 };
 
 #ifdef KOKKOS_ENABLE_CUDA
+namespace detail {
+
+/// Writes RowMajorGemm::forward_batched's device arrays of operand
+/// pointers (a named functor at namespace scope: library headers launch no
+/// lambdas, ci/check-lambdas.sh, and nvcc's launch stub must name it).
+struct WriteBatchPointers {
+  Kokkos::View<std::uintptr_t*, Kokkos::CudaSpace> dst;
+  Kokkos::Array<std::uintptr_t, 3 * BatchedForward<Kokkos::CudaSpace>::max_count> values;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const { dst(i) = values[i]; }
+};
+
+}  // namespace detail
+
 /// cuBLAS on the instance's stream (one handle per object).
 template <>
 class RowMajorGemm<Kokkos::Cuda> {
@@ -207,7 +220,7 @@ class RowMajorGemm<Kokkos::Cuda> {
     for (int i = 0; i < 3 * n; ++i) same = same && pointers_host_[i] == wanted[i];
     if (!same) {
       Kokkos::parallel_for("foxrl::RowMajorGemm::batch_pointers", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, 3 * n),
-                           WritePointers{pointers_, wanted});
+                           detail::WriteBatchPointers{pointers_, wanted});
       pointers_host_ = wanted;
       pointers_set_ = true;
     }
@@ -235,14 +248,6 @@ class RowMajorGemm<Kokkos::Cuda> {
     kernels::bf16_operand(space, m, buffer);
     return buffer.data();
   }
-
-  /// Writes forward_batched's pointer arrays (a named functor: library
-  /// headers launch no lambdas, ci/check-lambdas.sh).
-  struct WritePointers {
-    Kokkos::View<std::uintptr_t*, memory_space> dst;
-    Kokkos::Array<std::uintptr_t, 3 * BatchedForward<memory_space>::max_count> values;
-    KOKKOS_INLINE_FUNCTION void operator()(int i) const { dst(i) = values[i]; }
-  };
 
   CublasHandle handle_;
   MatmulPrecision precision_;

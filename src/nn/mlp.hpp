@@ -267,7 +267,7 @@ class Mlp {
   bool pairs_with(const ExecSpace& space, const flat& params, const Mlp& target, const flat& target_params,
                   const ConstMatrix<memory_space>& x1, const ConstMatrix<memory_space>& x2) const {
     if (!pairs_forward_ || !ops_ || ops_ != target.ops_ || !ops_->pairs_forwards() || layout_.num_layers < 2 ||
-        target.layout_.total != layout_.total || target.layout_.describe() != layout_.describe())
+        !(target.layout_ == layout_))
       return false;
     const std::size_t B = x1.extent(0);
     const int last_hidden = layout_.num_layers - 2;

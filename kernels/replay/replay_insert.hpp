@@ -184,6 +184,12 @@ struct ReplayInsertFunctor {
   /// counted in insert_counts(0)), sets next_ref and copies the boundary rows'
   /// next observations. With `write_leaves`, every new slot's leaf gets
   /// `mass` too. Returns the number of boundaries.
+  /// Each thread loads what its strip needs before its first store (the
+  /// rows' boundary flags, the pool's head, the owners of the pool rows it
+  /// hands out): a flag is a byte, which may alias any store, so a load
+  /// placed after a store waits for it, and a strip loop that loaded each
+  /// row's flag, and each boundary's owner, between stores paid one memory
+  /// round trip per row.
   KOKKOS_INLINE_FUNCTION std::int64_t hand_out_boundaries(const member_type& team, const Position& at,
                                                           bool write_leaves, float mass) const {
     const auto& lay = layout;
@@ -195,8 +201,21 @@ struct ReplayInsertFunctor {
     const int strip = (n + threads - 1) / threads;
     const int begin = team.team_rank() * strip < n ? team.team_rank() * strip : n;
     const int end = begin + strip < n ? begin + strip : n;
+    // The strip's boundary flags as bits (strips of up to 64 rows; longer
+    // ones load their flags again below).
+    constexpr int flag_bits = 64;
+    const bool flags_held = end - begin <= flag_bits;
+    const std::int64_t head = st.boundary_head();  // in flight with the flags
+    std::uint64_t flags = 0;
     std::int64_t mine = 0;
-    for (int i = begin; i < end; ++i) mine += in.next_is_successor(i) == 0 ? 1 : 0;
+    for (int i = begin; i < end; ++i) {
+      const bool boundary = in.next_is_successor(i) == 0;
+      mine += boundary ? 1 : 0;
+      if (boundary && flags_held) flags |= std::uint64_t(1) << (i - begin);
+    }
+    const auto is_boundary = [&](const int i) {
+      return flags_held ? ((flags >> (i - begin)) & 1u) != 0 : in.next_is_successor(i) == 0;
+    };
     // Exclusive: the boundaries in the strips before this thread's.
     const std::int64_t before = team.team_scan(mine);
     std::int64_t boundaries = before + mine;
@@ -214,18 +233,23 @@ struct ReplayInsertFunctor {
     }
     const std::int64_t base = at.inserted;
     const std::int64_t live_from = at.inserted + n - lay.capacity;
-    const std::int64_t head = st.boundary_head();
+    // The pool rows of this strip's first boundaries and their owners,
+    // loaded together.
+    constexpr int owners_held = 8;
+    std::int64_t owners[owners_held];
+    for (int j = 0; j < owners_held; ++j)
+      if (j < mine) owners[j] = st.boundary_owner((head + before + j) % lay.boundary_capacity);
     std::int64_t offset = before;
     for (int i = begin; i < end; ++i) {
       const std::int64_t s = at.slot(i);
       if (write_leaves) st.tree(shape.leaf(s)) = mass;
-      if (in.next_is_successor(i) != 0) {
+      if (!is_boundary(i)) {
         st.next_ref(s) = replay_next_is_successor;
         continue;
       }
       const std::int64_t row = (head + offset) % lay.boundary_capacity;
+      const std::int64_t owner = offset - before < owners_held ? owners[offset - before] : st.boundary_owner(row);
       ++offset;
-      const std::int64_t owner = st.boundary_owner(row);
       if (owner >= 0 && owner >= live_from) {
         // The pool is smaller than the ring: the oldest boundary transition
         // still live loses its next observation, so it must never be
@@ -238,17 +262,12 @@ struct ReplayInsertFunctor {
       }
       st.boundary_owner(row) = base + i;
       st.next_ref(s) = static_cast<std::int32_t>(row);
+      // Boundaries are rare (about n / episode length of the rows): the
+      // thread that hands out a row copies its next observation.
+      for (int c = 0; c < lay.obs_dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
     }
     team.team_barrier();
     Kokkos::single(Kokkos::PerTeam(team), [&]() { st.boundary_head() = head + boundaries; });
-    // Boundaries are rare (about n / episode length of the rows): a thread
-    // per row copies its row, instead of a pass over every element.
-    const int dim = lay.obs_dim;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) {
-      if (in.next_is_successor(i) != 0) return;
-      const std::int32_t row = st.next_ref(at.slot(i));
-      for (int c = 0; c < dim; ++c) st.boundary_observations(row, c) = in.next_observations(i, c);
-    });
     return boundaries;
   }
 

@@ -441,7 +441,9 @@ class ReplayBuffer {
 
   void choose_team_sizes(const ExecSpace& space) {
     // Host backends run teams of one thread (parallelism over the league);
-    // devices run wide teams.
+    // devices run wide teams. Each size is asked of the policy type the
+    // launch uses (compat::light): on CUDA that is another kernel
+    // instantiation, whose register count may allow fewer threads.
     constexpr bool device = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
     {
       // Teams own the top-level nodes (32 at 2^20 slots, ~32 entries each
@@ -452,13 +454,13 @@ class ReplayBuffer {
       // nodes of children (8 KB) per staged chunk.
       kernels::ReplayUpdateFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
-      update_team_size_ = device ? std::min(512, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      update_team_size_ = device ? std::min(512, compat::light(p).team_size_max(f, Kokkos::ParallelForTag())) : 1;
       update_refresh_groups_ = 64;
       update_below_top_ = false;
       // The flat uniform update: one entry per thread in teams of 256 (4
       // teams at a batch of 1024); host backends one team for the batch.
       kernels::ReplayUniformUpdateFunctor<ExecSpace, kernels::NoLastTeamWork> u;
-      uniform_team_size_ = device ? std::min(256, p.team_size_max(u, Kokkos::ParallelForTag())) : 1;
+      uniform_team_size_ = device ? std::min(256, compat::light(p).team_size_max(u, Kokkos::ParallelForTag())) : 1;
       uniform_entries_per_team_ = device ? uniform_team_size_ : config_.max_batch;
     }
     {
@@ -470,7 +472,7 @@ class ReplayBuffer {
       insert_refresh_groups_ = device ? 256 : 64;
       p.set_scratch_size(
           0, Kokkos::PerTeam(kernels::ReplayInsertFunctor<ExecSpace>::scratch_bytes(insert_refresh_groups_)));
-      insert_team_size_ = device ? std::min(1024, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      insert_team_size_ = device ? std::min(1024, compat::light(p).team_size_max(f, Kokkos::ParallelForTag())) : 1;
       insert_rows_per_team_ = std::clamp(insert_team_size_ * 4 / layout_.obs_dim, 16, 64);
       // One copy team has nothing to spread to: team 0 alone skips the ticket.
       insert_spread_ = (config_.num_envs + insert_rows_per_team_ - 1) / insert_rows_per_team_ >= 2;
@@ -483,7 +485,7 @@ class ReplayBuffer {
       kernels::ReplaySampleFunctor<ExecSpace> f;
       Kokkos::TeamPolicy<ExecSpace> p(space, 1, 1);
       p.set_scratch_size(0, Kokkos::PerTeam(kernels::ReplaySampleFunctor<ExecSpace>::scratch_bytes(64)));
-      sample_team_size_ = device ? std::min(256, p.team_size_max(f, Kokkos::ParallelForTag())) : 1;
+      sample_team_size_ = device ? std::min(256, compat::light(p).team_size_max(f, Kokkos::ParallelForTag())) : 1;
       sample_rows_per_team_ = device ? 8 : 64;
     }
   }

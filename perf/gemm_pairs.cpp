@@ -48,6 +48,7 @@
 #include <vector>
 
 using foxrl::perf::check;
+using foxrl::perf::Libraries;
 using foxrl::perf::Timer;
 
 namespace {
@@ -326,22 +327,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  cudaStream_t stream;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  cublasHandle_t blas;
-  check(cublasCreate(&blas), "cublasCreate");
-  check(cublasSetStream(blas, stream), "cublasSetStream");
-  check(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "math mode");
-  cublasLtHandle_t lt;
-  check(cublasLtCreate(&lt), "cublasLtCreate");
-  const std::size_t workspace_bytes = 32u << 20;
-  void* workspace = nullptr;
-  check(cudaMalloc(&workspace, workspace_bytes), "workspace");
-  check(cublasSetWorkspace(blas, workspace, workspace_bytes), "cublasSetWorkspace");
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "properties");
-  std::printf("# %s, %d SMs; fp32, median of %d replays of a CUDA graph of %d pairs\n", prop.name,
-              prop.multiProcessorCount, repeats, calls);
+  Libraries libs;
+  cudaStream_t stream = libs.stream;
+  cublasHandle_t blas = libs.blas;
+  cublasLtHandle_t lt = libs.lt;
+  void* workspace = libs.workspace;
+  const std::size_t workspace_bytes = Libraries::workspace_bytes;
+  std::printf("# %s, %d SMs; fp32, median of %d replays of a CUDA graph of %d pairs\n", libs.prop.name,
+              libs.prop.multiProcessorCount, repeats, calls);
 
   std::mt19937 rng(1);
   Timer timer(stream);
@@ -355,9 +348,5 @@ int main(int argc, char** argv) {
     first_layer(probe, lt, workspace, workspace_bytes, c.obs, c.hidden, 1024, rng);
     hidden_backward(probe, blas, c.hidden, 1024, rng);
   }
-  cublasLtDestroy(lt);
-  cublasDestroy(blas);
-  cudaFree(workspace);
-  cudaStreamDestroy(stream);
   return 0;
 }

@@ -4,6 +4,7 @@
 // column-major terms, and a timer of calls replayed in a CUDA graph. Plain
 // CUDA, no Kokkos; CUDA builds only.
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -93,6 +94,37 @@ struct Timer {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   }
+};
+
+/// The probes' stream, cuBLAS and cuBLASLt handles (fp32 math, one 32 MB
+/// workspace shared by both, as the library's dense layers share theirs)
+/// and the device's properties.
+struct Libraries {
+  static constexpr std::size_t workspace_bytes = 32u << 20;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  cudaDeviceProp prop{};
+
+  Libraries() {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    check(cublasCreate(&blas), "cublasCreate");
+    check(cublasSetStream(blas, stream), "cublasSetStream");
+    check(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "math mode");
+    check(cublasLtCreate(&lt), "cublasLtCreate");
+    check(cudaMalloc(&workspace, workspace_bytes), "workspace");
+    check(cublasSetWorkspace(blas, workspace, workspace_bytes), "cublasSetWorkspace");
+    check(cudaGetDeviceProperties(&prop, 0), "properties");
+  }
+  ~Libraries() {
+    cublasLtDestroy(lt);
+    cublasDestroy(blas);
+    cudaFree(workspace);
+    cudaStreamDestroy(stream);
+  }
+  Libraries(const Libraries&) = delete;
+  Libraries& operator=(const Libraries&) = delete;
 };
 
 }  // namespace foxrl::perf

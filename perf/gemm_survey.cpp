@@ -36,6 +36,7 @@
 using foxrl::perf::check;
 using foxrl::perf::col_major;
 using foxrl::perf::ColMajor;
+using foxrl::perf::Libraries;
 using foxrl::perf::Shape;
 using foxrl::perf::Timer;
 
@@ -92,22 +93,14 @@ int main(int argc, char** argv) {
       {"padded", "collector L0 4096x256<-8", 'f', 4096, 8, 256, true},
   };
 
-  cudaStream_t stream;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  cublasHandle_t blas;
-  check(cublasCreate(&blas), "cublasCreate");
-  check(cublasSetStream(blas, stream), "cublasSetStream");
-  check(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "math mode");
-  cublasLtHandle_t lt;
-  check(cublasLtCreate(&lt), "cublasLtCreate");
-  const std::size_t workspace_bytes = 32u << 20;
-  void* workspace = nullptr;
-  check(cudaMalloc(&workspace, workspace_bytes), "workspace");
-  check(cublasSetWorkspace(blas, workspace, workspace_bytes), "cublasSetWorkspace");
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "properties");
-  std::printf("# %s, %d SMs; fp32 (CUBLAS_COMPUTE_32F), median of %d replays of a CUDA graph of %d calls\n", prop.name,
-              prop.multiProcessorCount, repeats, calls);
+  Libraries libs;
+  cudaStream_t stream = libs.stream;
+  cublasHandle_t blas = libs.blas;
+  cublasLtHandle_t lt = libs.lt;
+  void* workspace = libs.workspace;
+  const std::size_t workspace_bytes = Libraries::workspace_bytes;
+  std::printf("# %s, %d SMs; fp32 (CUBLAS_COMPUTE_32F), median of %d replays of a CUDA graph of %d calls\n",
+              libs.prop.name, libs.prop.multiProcessorCount, repeats, calls);
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -206,9 +199,5 @@ int main(int argc, char** argv) {
     cublasLtMatmulDescDestroy(desc);
     for (float* p : {A, B, D, D2, bias}) cudaFree(p);
   }
-  cublasLtDestroy(lt);
-  cublasDestroy(blas);
-  cudaFree(workspace);
-  cudaStreamDestroy(stream);
   return 0;
 }

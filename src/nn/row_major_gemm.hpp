@@ -21,6 +21,7 @@
 
 #include "core/compat_blas.hpp"
 #include "core/error.hpp"
+#include "kernels/core/write_words.hpp"
 #include "kernels/nn/matmul_precision.hpp"
 #include "kernels/nn/round_operand.hpp"
 #include "nn/cublas_handle.hpp"
@@ -139,19 +140,6 @@ class RowMajorGemm {
 };
 
 #ifdef KOKKOS_ENABLE_CUDA
-namespace detail {
-
-/// Writes RowMajorGemm::forward_batched's device arrays of operand
-/// pointers (a named functor at namespace scope: library headers launch no
-/// lambdas, ci/check-lambdas.sh, and nvcc's launch stub must name it).
-struct WriteBatchPointers {
-  Kokkos::View<std::uintptr_t*, Kokkos::CudaSpace> dst;
-  Kokkos::Array<std::uintptr_t, 3 * BatchedForward<Kokkos::CudaSpace>::max_count> values;
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const { dst(i) = values[i]; }
-};
-
-}  // namespace detail
-
 /// cuBLAS on the instance's stream (one handle per object).
 template <>
 class RowMajorGemm<Kokkos::Cuda> {
@@ -219,8 +207,7 @@ class RowMajorGemm<Kokkos::Cuda> {
     bool same = pointers_set_;
     for (int i = 0; i < 3 * n; ++i) same = same && pointers_host_[i] == wanted[i];
     if (!same) {
-      Kokkos::parallel_for("foxrl::RowMajorGemm::batch_pointers", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, 3 * n),
-                           detail::WriteBatchPointers{pointers_, wanted});
+      kernels::write_words(space, pointers_, wanted);
       pointers_host_ = wanted;
       pointers_set_ = true;
     }

@@ -242,7 +242,7 @@ class Mlp {
     products.add(target_input(l), w_t, matrix_rows(target.act_[l], 0, B));
     if (products.count != 3 || !ops_->forward_batched(space, products))
       throw LogicError("foxrl::Mlp::forward_with_target: the batched last hidden layer did not run");
-    const auto head = matrix_rows(out_, 0, n);
+    auto head = matrix_rows(out_, 0, n);  // returned: not const, so it moves
     // Rows whose ReLU output stays stored for a backward, as forward()
     // keeps them (x1's rows of the one product past the first layer).
     kernels::bias_relu_small_dense_forward(space, matrix_rows(act_[l], 0, n),

@@ -4,7 +4,8 @@
 // and against the two forwards it replaces (forward + target.forward),
 // including the backward that reads its activations. On CUDA the shared
 // calls must run for the CartPole and market shapes; elsewhere the two
-// forwards run and the results are theirs bit for bit.
+// forwards run and the results are theirs bit for bit. Both heads in one
+// launch give the two head kernels' bits.
 #include "core/environment_switch.hpp"
 #include "core/execution_context.hpp"
 #include "kernels/nn/weight_init.hpp"
@@ -89,14 +90,16 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
         bool paired = false;
       };
       // The learner's pair of networks on one DenseOps (one cuBLAS handle);
-      // `paired` false: the two forwards.
-      const auto run = [&](bool paired) {
+      // `paired` false: the two forwards; `heads` false: the paired layers
+      // with the two head kernels one after the other.
+      const auto run = [&](bool paired, bool heads) {
         auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, foxrl::DenseBackend::blas);
         const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
         const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
         foxrl::Mlp<Exec> online_net(space, layout, 2 * B, B, ops, scratch, "foxrl::test::online_net");
         foxrl::Mlp<Exec> target_net(space, layout, 2 * B, 0, ops, scratch, "foxrl::test::target_net");
         online_net.set_paired_forward(paired);
+        online_net.set_paired_heads(heads);
         Run r;
         r.paired = online_net.pairs_with(space, online.flat, target_net, target.flat, s, s_next);
         const auto head = online_net.forward_with_target(space, online.flat, target_net, target.flat, s, s_next);
@@ -111,7 +114,14 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
         r.grads = foxrl::test::flat_host(space, grads);
         return r;
       };
-      const Run two = run(false), paired = run(true);
+      const Run two = run(false, true), paired = run(true, true), two_heads = run(true, false);
+      // Both heads in one launch (kernels/nn/small_dense_pair.hpp) keep
+      // each head kernel's bits.
+      CHECK(two_heads.paired == paired.paired);
+      CHECK(two_heads.online_head == paired.online_head);
+      CHECK(two_heads.target_head == paired.target_head);
+      CHECK(two_heads.last_hidden == paired.last_hidden);
+      CHECK(two_heads.grads == paired.grads);
       CHECK(!two.paired);
       // The shared calls run where they are offered: CUDA with the fused
       // epilogues (on unless FOXRL_CUDA_GEMM_EPILOGUES=0) and the switch on.

@@ -291,6 +291,25 @@ SmallDenseArgs small_dense_args(const char* what, const XView& x, const ConstMat
   a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
   return a;
 }
+
+/// SmallDenseArgs of H = max(Z + hidden_bias, 0), Y = H W^T + b with H
+/// stored in place of Z in the first `store_rows` rows (negative: all; a
+/// head of more than 8 outputs stores all, its later passes read H).
+template <class MemorySpace>
+SmallDenseArgs bias_relu_small_dense_args(const char* what, const MutableMatrix<MemorySpace>& z,
+                                          const ConstVector<MemorySpace>& hidden_bias,
+                                          const ConstMatrix<MemorySpace>& w, const ConstVector<MemorySpace>& bias,
+                                          const MutableMatrix<MemorySpace>& y, int store_rows) {
+  SmallDenseArgs a = small_dense_args(what, z, w, bias, y);
+  if (hidden_bias.extent(0) != z.extent(1))
+    throw LogicError(std::string("foxrl::kernels::") + what + ": hidden bias has " +
+                     std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) +
+                     " columns");
+  a.hidden_bias = hidden_bias.data();
+  a.x_out = z.data();
+  a.x_out_rows = store_rows < 0 || a.outputs > small_dense_max_outputs ? a.rows : std::min(store_rows, a.rows);
+  return a;
+}
 }  // namespace detail
 
 /// Y[M, N] = X[M, K] W[N, K]^T + b for a layer with few outputs (the dueling
@@ -315,14 +334,8 @@ void bias_relu_small_dense_forward(const ExecSpace& space, const MutableMatrix<M
                                    const ConstVector<MemorySpace>& bias, const MutableMatrix<MemorySpace>& y,
                                    std::int32_t* greedy = nullptr, int store_rows = -1,
                                    const AfterRow& after_row = AfterRow()) {
-  SmallDenseArgs a = detail::small_dense_args("bias_relu_small_dense_forward", z, w, bias, y);
-  if (hidden_bias.extent(0) != z.extent(1))
-    throw LogicError("foxrl::kernels::bias_relu_small_dense_forward: hidden bias has " +
-                     std::to_string(hidden_bias.extent(0)) + " entries for " + std::to_string(z.extent(1)) +
-                     " columns");
-  a.hidden_bias = hidden_bias.data();
-  a.x_out = z.data();
-  a.x_out_rows = store_rows < 0 || a.outputs > small_dense_max_outputs ? a.rows : std::min(store_rows, a.rows);
+  SmallDenseArgs a =
+      detail::bias_relu_small_dense_args("bias_relu_small_dense_forward", z, hidden_bias, w, bias, y, store_rows);
   a.greedy = greedy;
   small_dense(space, a, after_row);
 }

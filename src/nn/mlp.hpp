@@ -27,6 +27,7 @@
 #include "kernels/nn/bias_activation.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/small_dense.hpp"
+#include "kernels/nn/small_dense_pair.hpp"
 #include "nn/dense_ops.hpp"
 #include "views/nn/matrix.hpp"
 #include "views/nn/parameter_set.hpp"
@@ -245,16 +246,27 @@ class Mlp {
     auto head = matrix_rows(out_, 0, n);  // returned: not const, so it moves
     // Rows whose ReLU output stays stored for a backward, as forward()
     // keeps them (x1's rows of the one product past the first layer).
-    kernels::bias_relu_small_dense_forward(space, matrix_rows(act_[l], 0, n),
-                                           ConstVector<memory_space>(layer_bias(params, layout_, l)),
-                                           ConstMatrix<memory_space>(layer_weight(params, layout_, l + 1)),
-                                           ConstVector<memory_space>(layer_bias(params, layout_, l + 1)), head, nullptr,
-                                           std::min(l == 0 ? B : n, max_backward_rows_));
-    kernels::bias_relu_small_dense_forward(
-        space, matrix_rows(target.act_[l], 0, B), ConstVector<memory_space>(layer_bias(target_params, layout_, l)),
-        ConstMatrix<memory_space>(layer_weight(target_params, layout_, l + 1)),
-        ConstVector<memory_space>(layer_bias(target_params, layout_, l + 1)), matrix_rows(target.out_, 0, B), nullptr,
-        std::min(B, target.max_backward_rows_), after_target_row);
+    const kernels::BiasReluHead<memory_space> online_head{matrix_rows(act_[l], 0, n),
+                                                          layer_bias(params, layout_, l),
+                                                          layer_weight(params, layout_, l + 1),
+                                                          layer_bias(params, layout_, l + 1),
+                                                          head,
+                                                          std::min(l == 0 ? B : n, max_backward_rows_)};
+    const kernels::BiasReluHead<memory_space> target_head{matrix_rows(target.act_[l], 0, B),
+                                                          layer_bias(target_params, layout_, l),
+                                                          layer_weight(target_params, layout_, l + 1),
+                                                          layer_bias(target_params, layout_, l + 1),
+                                                          matrix_rows(target.out_, 0, B),
+                                                          std::min(B, target.max_backward_rows_)};
+    if (pairs_heads_ && kernels::small_dense_pair_fits(layout_.head_outputs())) {
+      kernels::bias_relu_small_dense_pair_forward(space, online_head, target_head, after_target_row);
+      return head;
+    }
+    const auto& o = online_head;
+    const auto& t = target_head;
+    kernels::bias_relu_small_dense_forward(space, o.z, o.hidden_bias, o.w, o.bias, o.y, nullptr, o.store_rows);
+    kernels::bias_relu_small_dense_forward(space, t.z, t.hidden_bias, t.w, t.bias, t.y, nullptr, t.store_rows,
+                                           after_target_row);
     return head;
   }
 
@@ -292,6 +304,11 @@ class Mlp {
   /// Turns forward_with_target's shared calls off (on by default where
   /// pairs_with allows; FOXRL_PAIRED_FORWARD=0 turns them off too).
   void set_paired_forward(bool on) { pairs_forward_ = on; }
+  /// Turns forward_with_target's one launch for both heads off (on by
+  /// default where the hidden layers pair and the head has at most 8
+  /// outputs; FOXRL_PAIRED_HEADS=0 turns it off too): the two head kernels
+  /// run one after the other, with the same bits.
+  void set_paired_heads(bool on) { pairs_heads_ = on; }
 
   /// Backward of the last forward's first B rows: `x` [B, obs_dim] must be
   /// those rows' input (x1 of forward, B <= its rows) and `params` the
@@ -468,6 +485,7 @@ class Mlp {
   std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
   std::vector<int> mask_rows_;
   bool pairs_forward_ = paired_forward_allowed_by_environment();
+  bool pairs_heads_ = paired_heads_allowed_by_environment();
 };
 
 }  // namespace foxrl

@@ -11,7 +11,14 @@
 // to run cannot serve a bit-exact resume). Prints one JSON line per
 // candidate and a summary table per shape.
 //
-//   foxrl_gemm_survey [--repeats 5] [--calls 200] [--algos 32]
+//   foxrl_gemm_survey [--repeats 5] [--calls 200] [--algos 32] [--shapes TEXT]
+//
+// --shapes keeps the products whose name contains TEXT (e.g. "dW").
+// Every split-K candidate is also timed with its slices added in place
+// (CUBLASLT_REDUCTION_SCHEME_INPLACE, at its own and at other slice
+// counts: no separate reduction kernel; "variant":"inplace" lines), the
+// question before the weight-gradient products drop their reduction
+// launch (perf/NOTES.md).
 //
 // Times are per call inside a replayed graph of `calls` products (warm
 // operands in L2, as in the iteration graph).
@@ -53,17 +60,20 @@ int algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttribut
 
 int main(int argc, char** argv) {
   int repeats = 5, calls = 200, max_algos = 32;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (a == "--repeats")
+    if (a == "--shapes")
+      only = argv[i + 1];
+    else if (a == "--repeats")
       repeats = v;
     else if (a == "--calls")
       calls = v;
     else if (a == "--algos")
       max_algos = v;
     else {
-      std::fprintf(stderr, "usage: foxrl_gemm_survey [--repeats N] [--calls N] [--algos N]\n");
+      std::fprintf(stderr, "usage: foxrl_gemm_survey [--repeats N] [--calls N] [--algos N] [--shapes TEXT]\n");
       return 2;
     }
   }
@@ -106,6 +116,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   Timer timer(stream);
   for (const Shape& s : shapes) {
+    if (!only.empty() && std::string(s.what).find(only) == std::string::npos) continue;
     const ColMajor c = col_major(s);
     const std::size_t a_elems = std::size_t(c.lda) * (c.ta == CUBLAS_OP_N ? c.k : c.m);
     const std::size_t b_elems = std::size_t(c.ldb) * (c.tb == CUBLAS_OP_N ? c.n : c.k);
@@ -161,36 +172,66 @@ int main(int argc, char** argv) {
     double first_us = 0, best_us = 1e30;
     int best = -1;
     std::vector<float> r1(d_elems), r2(d_elems);
-    for (int i = 0; i < found; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      const cublasLtMatmulAlgo_t* algo = &results[i].algo;
+    // Times one algorithm (false: the library refused it); prints its line.
+    const auto time_algo = [&](const cublasLtMatmulAlgo_t& algo, int rank, const char* variant, double& us,
+                               bool& same) {
       const auto run = [&](float* out) {
-        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, algo, workspace, workspace_bytes,
-                              stream);
+        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, &algo, workspace,
+                              workspace_bytes, stream);
       };
-      if (run(D) != CUBLAS_STATUS_SUCCESS) continue;
+      if (run(D) != CUBLAS_STATUS_SUCCESS) return false;
       check(run(D2), "run twice");
       check(cudaStreamSynchronize(stream), "sync");
       check(cudaMemcpy(r1.data(), D, d_elems * 4, cudaMemcpyDeviceToHost), "r1");
       check(cudaMemcpy(r2.data(), D2, d_elems * 4, cudaMemcpyDeviceToHost), "r2");
-      const bool same = std::memcmp(r1.data(), r2.data(), d_elems * 4) == 0;
-      const double us = timer.median_us([&] { check(run(D), "lt"); }, calls, repeats);
+      same = std::memcmp(r1.data(), r2.data(), d_elems * 4) == 0;
+      us = timer.median_us([&] { check(run(D), "lt"); }, calls, repeats);
+      std::printf(
+          "{\"bench\":\"gemm_survey\",\"config\":\"%s\",\"shape\":\"%s\",\"rank\":%d,\"variant\":\"%s\","
+          "\"us\":%.3f,\"tflops\":%.2f,\"tile\":%d,\"stages\":%d,\"splitk\":%d,\"reduction\":%d,\"swizzle\":%d,"
+          "\"algo_id\":%d,\"same_bits_twice\":%s}\n",
+          s.config, s.what, rank, variant, us, flops / us * 1e-6, algo_attr(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+          algo_attr(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID), algo_attr(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+          algo_attr(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), algo_attr(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+          algo_attr(algo, CUBLASLT_ALGO_CONFIG_ID), same ? "true" : "false");
+      return true;
+    };
+    double inplace_best_us = 1e30;
+    for (int i = 0; i < found; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      double us = 0;
+      bool same = false;
+      if (!time_algo(results[i].algo, i, "heuristic", us, same)) continue;
       if (i == 0) first_us = us;
       if (same && us < best_us) {
         best_us = us;
         best = i;
       }
-      std::printf(
-          "{\"bench\":\"gemm_survey\",\"config\":\"%s\",\"shape\":\"%s\",\"rank\":%d,\"us\":%.3f,\"tflops\":%.2f,"
-          "\"tile\":%d,\"stages\":%d,\"splitk\":%d,\"reduction\":%d,\"swizzle\":%d,\"algo_id\":%d,"
-          "\"workspace\":%zu,\"same_bits_twice\":%s}\n",
-          s.config, s.what, i, us, flops / us * 1e-6, algo_attr(*algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
-          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_STAGES_ID), algo_attr(*algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), algo_attr(*algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-          algo_attr(*algo, CUBLASLT_ALGO_CONFIG_ID), results[i].workspaceSize, same ? "true" : "false");
+      // The same tile with its split-K slices added in place, at its own
+      // slice count and at fewer and more.
+      const int splits = algo_attr(results[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+      if (splits <= 1) continue;
+      for (const int k : {splits / 4, splits / 2, splits, splits * 2}) {
+        if (k < 2) continue;
+        cublasLtMatmulAlgo_t algo = results[i].algo;
+        const std::uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_INPLACE, slices = std::uint32_t(k);
+        if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &slices, sizeof(slices)) !=
+                CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                                 sizeof(scheme)) != CUBLAS_STATUS_SUCCESS)
+          continue;
+        cublasLtMatmulHeuristicResult_t checked{};
+        if (cublasLtMatmulAlgoCheck(lt, desc, la, lb, ld, ld, &algo, &checked) != CUBLAS_STATUS_SUCCESS ||
+            checked.workspaceSize > workspace_bytes)
+          continue;
+        if (time_algo(algo, i, "inplace", us, same) && same) inplace_best_us = std::min(inplace_best_us, us);
+      }
     }
-    std::printf("# %-20s %-34s sgemm %7.2f us | lt first %7.2f | lt best %7.2f (rank %d of %d) | %.2f TFLOP/s\n",
-                s.config, s.what, sgemm_us, first_us, best_us, best, found, flops / std::min(best_us, sgemm_us) * 1e-6);
+    std::printf(
+        "# %-20s %-34s sgemm %7.2f us | lt first %7.2f | lt best %7.2f (rank %d of %d) | in place best %7.2f | "
+        "%.2f TFLOP/s\n",
+        s.config, s.what, sgemm_us, first_us, best_us, best, found, inplace_best_us < 1e29 ? inplace_best_us : -1.0,
+        flops / std::min(best_us, sgemm_us) * 1e-6);
     std::fflush(stdout);
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);

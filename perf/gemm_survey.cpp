@@ -176,8 +176,8 @@ int main(int argc, char** argv) {
     const auto time_algo = [&](const cublasLtMatmulAlgo_t& algo, int rank, const char* variant, double& us,
                                bool& same) {
       const auto run = [&](float* out) {
-        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, &algo, workspace,
-                              workspace_bytes, stream);
+        return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, out, ld, out, ld, &algo, workspace, workspace_bytes,
+                              stream);
       };
       if (run(D) != CUBLAS_STATUS_SUCCESS) return false;
       check(run(D2), "run twice");

@@ -32,7 +32,7 @@ using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
 template <class Mem>
 struct CopyRowsAfter {
   Matrix<Mem> online_y, target_y;
-  Matrix<Mem> seen;  ///< [B, 3 N]: online row i, online row B + i, target row i
+  Matrix<Mem> seen;                  ///< [B, 3 N]: online row i, online row B + i, target row i
   Kokkos::View<int*, Mem> counters;  ///< rows done, teams done, rows the last team saw
   int batch = 0;
 
@@ -82,8 +82,8 @@ struct Head {
   }
 
   foxrl::kernels::BiasReluHead<Mem> args() const {
-    return {foxrl::MutableMatrix<Mem>(Z), foxrl::ConstVector<Mem>(HB), foxrl::ConstMatrix<Mem>(W),
-            foxrl::ConstVector<Mem>(Bias),   foxrl::MutableMatrix<Mem>(Y), store_rows};
+    return {foxrl::MutableMatrix<Mem>(Z),  foxrl::ConstVector<Mem>(HB),  foxrl::ConstMatrix<Mem>(W),
+            foxrl::ConstVector<Mem>(Bias), foxrl::MutableMatrix<Mem>(Y), store_rows};
   }
 
   /// A fresh copy of the inputs (the kernel stores H in place of Z).

@@ -130,16 +130,16 @@ void bias_relu_small_dense_pair_forward(const ExecSpace& space, const BiasReluHe
                                         const BiasReluHead<MemorySpace>& target,
                                         const AfterRow& after_target_row = AfterRow()) {
   const char* what = "bias_relu_small_dense_pair_forward";
-  const SmallDenseArgs o = detail::bias_relu_small_dense_args(what, online.z, online.hidden_bias, online.w,
-                                                              online.bias, online.y, online.store_rows);
-  const SmallDenseArgs t = detail::bias_relu_small_dense_args(what, target.z, target.hidden_bias, target.w,
-                                                              target.bias, target.y, target.store_rows);
+  const SmallDenseArgs o = detail::bias_relu_small_dense_args(what, online.z, online.hidden_bias, online.w, online.bias,
+                                                              online.y, online.store_rows);
+  const SmallDenseArgs t = detail::bias_relu_small_dense_args(what, target.z, target.hidden_bias, target.w, target.bias,
+                                                              target.y, target.store_rows);
   if (o.rows != 2 * t.rows || o.cols != t.cols || o.outputs != t.outputs || !small_dense_pair_fits(o.outputs))
     throw LogicError(std::string("foxrl::kernels::") + what + ": the online head needs twice the target's " +
                      std::to_string(t.rows) + " rows (got " + std::to_string(o.rows) + "), the same " +
                      std::to_string(t.cols) + " columns (got " + std::to_string(o.cols) + ") and the same 1 to " +
-                     std::to_string(small_dense_max_outputs) + " outputs (got " + std::to_string(o.outputs) +
-                     " and " + std::to_string(t.outputs) + ")");
+                     std::to_string(small_dense_max_outputs) + " outputs (got " + std::to_string(o.outputs) + " and " +
+                     std::to_string(t.outputs) + ")");
   if (t.rows == 0) return;
   detail::dispatch_small_dense_pair(space, o, t, after_target_row);
 }

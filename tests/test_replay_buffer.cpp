@@ -7,6 +7,7 @@
 #include "kernels/replay/sum_tree.hpp"
 #include "replay/replay_buffer.hpp"
 #include "support/device_copy.hpp"
+#include "support/replay_synthetic.hpp"
 #include "support/test_spaces.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 
@@ -26,70 +27,12 @@ namespace {
 template <class Exec>
 using Mem = typename Exec::memory_space;
 
-/// Synthetic experience: observation of env e at iteration t is
-/// (e, t, 0.5, 1.5, ...); rows at episode boundaries carry the distinct next
-/// observation (e, t, -2, -3, ...); actions/rewards/discounts encode (e, t).
-struct Synthetic {
-  int num_envs;
-  int obs_dim;
-  int n_step;
-  int boundary_period;  ///< every boundary_period-th (e, t) ends a window at a boundary
-
-  bool boundary(int e, std::int64_t t) const { return boundary_period > 0 && (e * 7 + t * 3) % boundary_period == 0; }
-  static float obs(int e, std::int64_t t, int c) {
-    return c == 0 ? float(e) : (c == 1 ? float(t) : 0.5f + float(c - 2));
-  }
-  static float boundary_obs(int e, std::int64_t t, int c) {
-    return c == 0 ? float(e) : (c == 1 ? float(t) : -2.0f - float(c - 2));
-  }
-  float next_obs(int e, std::int64_t t, int c) const {
-    return boundary(e, t) ? boundary_obs(e, t, c) : obs(e, t + n_step, c);
-  }
-  static std::int32_t action(int e, std::int64_t t) { return std::int32_t(e * 1000 + t); }
-  static float reward(int e, std::int64_t t) { return float(t) + 0.25f * float(e); }
-  float discount(int e, std::int64_t t) const { return boundary(e, t) ? 0.0f : 0.9f; }
-};
-
-template <class Exec>
-foxrl::TransitionBatch<Mem<Exec>> make_transitions(const Exec& space, const Synthetic& syn, std::int64_t t) {
-  using TB = foxrl::TransitionBatch<Mem<Exec>>;
-  const int n = syn.num_envs;
-  const int d = syn.obs_dim;
-  TB b;
-  b.observations = typename TB::matrix(Kokkos::view_alloc(space, "foxrl::test::obs"), n, d);
-  b.next_observations = typename TB::matrix(Kokkos::view_alloc(space, "foxrl::test::next_obs"), n, d);
-  b.actions = Kokkos::View<std::int32_t*, Mem<Exec>>(Kokkos::view_alloc(space, "foxrl::test::actions"), n);
-  b.rewards = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::rewards"), n);
-  b.discounts = typename TB::vector(Kokkos::view_alloc(space, "foxrl::test::discounts"), n);
-  b.next_is_successor =
-      Kokkos::View<std::uint8_t*, Mem<Exec>>(Kokkos::view_alloc(space, "foxrl::test::next_is_successor"), n);
-  auto obs = Kokkos::create_mirror_view(b.observations);
-  auto next = Kokkos::create_mirror_view(b.next_observations);
-  auto act = Kokkos::create_mirror_view(b.actions);
-  auto rew = Kokkos::create_mirror_view(b.rewards);
-  auto dis = Kokkos::create_mirror_view(b.discounts);
-  auto succ = Kokkos::create_mirror_view(b.next_is_successor);
-  for (int e = 0; e < n; ++e) {
-    for (int c = 0; c < d; ++c) {
-      obs(e, c) = Synthetic::obs(e, t, c);
-      next(e, c) = syn.next_obs(e, t, c);
-    }
-    act(e) = Synthetic::action(e, t);
-    rew(e) = Synthetic::reward(e, t);
-    dis(e) = syn.discount(e, t);
-    succ(e) = syn.boundary(e, t) ? 0 : 1;
-  }
-  Kokkos::deep_copy(space, b.observations, obs);
-  Kokkos::deep_copy(space, b.next_observations, next);
-  Kokkos::deep_copy(space, b.actions, act);
-  Kokkos::deep_copy(space, b.rewards, rew);
-  Kokkos::deep_copy(space, b.discounts, dis);
-  Kokkos::deep_copy(space, b.next_is_successor, succ);
-  return b;
-}
-
+using foxrl::test::make_transitions;
+using foxrl::test::small_config;
+using foxrl::test::Synthetic;
 using foxrl::test::to_device;
 using foxrl::test::to_host;
+using foxrl::test::transition_in_slot;
 
 /// Host model of the priorities: the float32 priority each written slot
 /// carries, updated with the same rules the buffer documents.
@@ -215,22 +158,6 @@ double chi_square(const std::vector<std::int64_t>& counts, const std::vector<dou
   return stat;
 }
 
-/// Which transition slot s holds after `inserted` transitions.
-std::int64_t transition_in_slot(std::int64_t s, std::int64_t inserted, std::int64_t capacity) {
-  return s + capacity * ((inserted - 1 - s) / capacity);
-}
-
-foxrl::ReplayConfig small_config(std::int64_t capacity, int obs_dim, int num_envs, int n_step) {
-  foxrl::ReplayConfig c;
-  c.capacity = capacity;
-  c.obs_dim = obs_dim;
-  c.num_envs = num_envs;
-  c.n_step = n_step;
-  c.max_batch = 1024;
-  c.seed = 1234;
-  return c;
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across boundaries and wrap", "[replay]",
@@ -240,40 +167,47 @@ TEMPLATE_TEST_CASE("ReplayBuffer keeps each transition's next observation across
   const auto& space = context.space();
   // capacity not a multiple of num_envs; n * N = 6 pending successors.
   const Synthetic syn{3, 4, 2, 4};
-  auto config = small_config(10, syn.obs_dim, syn.num_envs, syn.n_step);
-  config.boundary_capacity = 64;  // no evictions here
-  foxrl::ReplayBuffer<Exec> buffer(space, config);
+  // A pool of 6 rows (no evictions here: at most 3 live boundaries), and
+  // a row per slot (asked for by a pool as large as the ring or larger).
+  for (const std::int64_t pool : {6, 10, 64}) {
+    INFO("boundary_capacity " << pool);
+    auto config = small_config(10, syn.obs_dim, syn.num_envs, syn.n_step);
+    config.boundary_capacity = pool;
+    foxrl::ReplayBuffer<Exec> buffer(space, config);
+    REQUIRE(buffer.layout().boundary_per_slot == (pool >= 10));
 
-  std::vector<std::int64_t> all(10);
-  for (int s = 0; s < 10; ++s) all[s] = s;
-  const auto slots = to_device(space, all);
-  for (std::int64_t t = 0; t < 13; ++t) {
-    buffer.insert(space, make_transitions(space, syn, t));
-    REQUIRE(buffer.size() == std::min<std::int64_t>((t + 1) * 3, 10));
-    REQUIRE(buffer.write_pointer() == ((t + 1) * 3) % 10);
-    const std::int64_t size = buffer.size();
-    const auto view = Kokkos::subview(slots, std::make_pair(std::int64_t(0), size));
-    const auto batch = buffer.gather(space, view);
-    const auto states = to_host(space, batch.states);
-    const auto next = to_host(space, batch.next_states);
-    const auto actions = to_host(space, batch.actions);
-    const auto rewards = to_host(space, batch.rewards);
-    const auto discounts = to_host(space, batch.discounts);
-    const auto indices = to_host(space, batch.indices);
-    for (std::int64_t s = 0; s < size; ++s) {
-      const std::int64_t g = transition_in_slot(s, buffer.inserted(), 10);
-      const int e = int(g % 3);
-      const std::int64_t tt = g / 3;
-      INFO("after insert " << t << ", slot " << s << " = env " << e << " iteration " << tt);
-      CHECK(indices(s) == s);
-      CHECK(actions(s) == Synthetic::action(e, tt));
-      CHECK(rewards(s) == Synthetic::reward(e, tt));
-      CHECK(discounts(s) == syn.discount(e, tt));
-      for (int c = 0; c < syn.obs_dim; ++c) {
-        CHECK(states(s, c) == Synthetic::obs(e, tt, c));
-        CHECK(next(s, c) == syn.next_obs(e, tt, c));
+    std::vector<std::int64_t> all(10);
+    for (int s = 0; s < 10; ++s) all[s] = s;
+    const auto slots = to_device(space, all);
+    for (std::int64_t t = 0; t < 13; ++t) {
+      buffer.insert(space, make_transitions(space, syn, t));
+      REQUIRE(buffer.size() == std::min<std::int64_t>((t + 1) * 3, 10));
+      REQUIRE(buffer.write_pointer() == ((t + 1) * 3) % 10);
+      const std::int64_t size = buffer.size();
+      const auto view = Kokkos::subview(slots, std::make_pair(std::int64_t(0), size));
+      const auto batch = buffer.gather(space, view);
+      const auto states = to_host(space, batch.states);
+      const auto next = to_host(space, batch.next_states);
+      const auto actions = to_host(space, batch.actions);
+      const auto rewards = to_host(space, batch.rewards);
+      const auto discounts = to_host(space, batch.discounts);
+      const auto indices = to_host(space, batch.indices);
+      for (std::int64_t s = 0; s < size; ++s) {
+        const std::int64_t g = transition_in_slot(s, buffer.inserted(), 10);
+        const int e = int(g % 3);
+        const std::int64_t tt = g / 3;
+        INFO("after insert " << t << ", slot " << s << " = env " << e << " iteration " << tt);
+        CHECK(indices(s) == s);
+        CHECK(actions(s) == Synthetic::action(e, tt));
+        CHECK(rewards(s) == Synthetic::reward(e, tt));
+        CHECK(discounts(s) == syn.discount(e, tt));
+        for (int c = 0; c < syn.obs_dim; ++c) {
+          CHECK(states(s, c) == Synthetic::obs(e, tt, c));
+          CHECK(next(s, c) == syn.next_obs(e, tt, c));
+        }
       }
     }
+    CHECK(to_host(space, buffer.storage().boundary_evictions)() == 0);
   }
 }
 
@@ -384,8 +318,8 @@ TEMPLATE_TEST_CASE("ReplayBuffer insert: the tree work spread over the copy team
     int steps;
   };
   for (const float alpha : {0.6f, 0.0f})
-    for (const Case c :
-         {Case{20, 12, 12, 3, 30}, Case{70, 4, 5, 3, 60}, Case{100, 90, 90, 4, 30}, Case{33000, 2500, 2500, 5, 30}}) {
+    for (const Case c : {Case{20, 12, 12, 3, 30}, Case{70, 4, 5, 3, 60}, Case{100, 90, 90, 4, 30},
+                         Case{33000, 2500, 2500, 5, 30}, Case{70, 4, 70, 3, 60}, Case{33000, 2500, 33000, 5, 30}}) {
       std::vector<float> first_tree;
       std::vector<std::int64_t> first_refs;
       std::vector<float> first_boundary_rows;
@@ -438,12 +372,17 @@ TEMPLATE_TEST_CASE("ReplayBuffer insert: the tree work spread over the copy team
         const std::int64_t evictions = to_host(space, buffer.storage().boundary_evictions)();
         ids.push_back(evictions);
         const auto rows = to_host(space, buffer.storage().boundary_observations);
-        std::vector<float> boundary_rows;  // the rows handed out (the others were never written)
+        std::vector<float> boundary_rows;
+        // The pool's rows handed out (the others were never written), or
+        // every row of a row per slot (zeroed until its slot ends an episode).
+        const bool per_slot = buffer.layout().boundary_per_slot;
+        REQUIRE(per_slot == (c.pool >= c.capacity));
         for (std::int64_t r = 0; r < std::int64_t(rows.extent(0)); ++r) {
-          if (owners(r) < 0) continue;
+          if (!per_slot && owners(r) < 0) continue;
           for (int k = 0; k < syn.obs_dim; ++k) boundary_rows.push_back(rows(r, k));
         }
-        if (c.capacity == 70 || c.capacity == 33000) CHECK(evictions > 0);
+        if (!per_slot && (c.capacity == 70 || c.capacity == 33000)) CHECK(evictions > 0);
+        if (per_slot) CHECK(evictions == 0);
         if (!spread) {
           first_tree = flat;
           first_refs = ids;

@@ -7,6 +7,10 @@
 // recomputed level by level, each node from its final children, so it is
 // always exactly what a full bottom-up rebuild gives.
 //
+// With a boundary row per slot (ReplayLayout::boundary_per_slot) there is
+// no team 0: each row's next observation goes to the ring or to its slot's
+// row, a write that depends on no other row, so the copy teams do it.
+//
 // Two schedules of the tree work give the same tree bit for bit:
 // - spread (large inserts): each copy team also writes the new leaves of a
 //   share of the level-1 nodes above the new slots and recomputes those
@@ -115,19 +119,28 @@ struct ReplayInsertFunctor {
   KOKKOS_INLINE_FUNCTION static std::int64_t wrap(std::int64_t x, std::int64_t m) { return x >= m ? x - m : x; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    // With a row per slot and no spread, one team does all of it (and takes
+    // the team scratch itself).
+    if (layout.boundary_per_slot && !spread) {
+      whole_in_team(team);
+      return;
+    }
     const Position at = position();
     const int rank = team.league_rank();
     // Allocated once per team: each view of team scratch takes its own part.
     const Scratch buf(team.team_scratch(0), std::size_t(refresh_groups) * sum_tree_fanout);
-    if (!spread) {
+    if (layout.boundary_per_slot) {
+      // One team per copy chunk.
+      copy_rows(team, rank, at);
+      write_leaves_and_level_one(team, rank, team.league_size(), at, buf);
+    } else if (!spread) {
       if (rank == 0) {
         update_slots_and_tree(team, at, buf);
       } else {
         copy_rows(team, rank - 1, at);
       }
       return;
-    }
-    if (rank == 0) {
+    } else if (rank == 0) {
       hand_out_boundaries(team, at, false, 0.0f);
     } else {
       copy_rows(team, rank - 1, at);
@@ -159,6 +172,8 @@ struct ReplayInsertFunctor {
     const std::int64_t rows = layout.obs_rows;
     const std::int64_t state0 = at.state_row(first);
     const std::int64_t next0 = at.successor_row(first);
+    const bool per_slot = layout.boundary_per_slot;
+    const auto& pool = storage.boundary_observations;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (last - first) * dim), [&](const int idx) {
       const int r = idx / dim;
       const int c = idx - r * dim;
@@ -166,7 +181,11 @@ struct ReplayInsertFunctor {
       obs(wrap(state0 + r, rows), c) = in.observations(i, c);
       // Written ahead: the successor's own insert n iterations later writes
       // the same value; until then the row serves as the pending next state.
-      if (in.next_is_successor(i) != 0) obs(wrap(next0 + r, rows), c) = in.next_observations(i, c);
+      if (in.next_is_successor(i) != 0) {
+        obs(wrap(next0 + r, rows), c) = in.next_observations(i, c);
+      } else if (per_slot) {
+        pool(at.slot(i), c) = in.next_observations(i, c);
+      }
     });
     const auto& st = storage;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int i) {
@@ -174,6 +193,9 @@ struct ReplayInsertFunctor {
       st.actions(s) = in.actions(i);
       st.rewards(s) = in.rewards(i);
       st.discounts(s) = in.discounts(i);
+      // The pool's rows are team 0's to hand out; a slot's own row is not.
+      if (per_slot)
+        st.next_ref(s) = in.next_is_successor(i) != 0 ? std::int32_t(replay_next_is_successor) : std::int32_t(s);
     });
   }
 
@@ -292,7 +314,14 @@ struct ReplayInsertFunctor {
           [&](const int i, int& count) { count += st.tree(shape.leaf(at.slot(i))) != mass ? 1 : 0; },
           Kokkos::Sum<int>(changed));
     }
-    const std::int64_t boundaries = hand_out_boundaries(team, at, changed > 0, mass);
+    std::int64_t boundaries = 0;
+    if (!layout.boundary_per_slot) {
+      boundaries = hand_out_boundaries(team, at, changed > 0, mass);
+    } else if (changed > 0) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, layout.num_envs),
+                           [&](const int i) { st.tree(shape.leaf(at.slot(i))) = mass; });
+      team.team_barrier();
+    }
     int evictions = 0;
     if (boundaries > 0) {
       // Counted by this team's atomics; read back past the barrier.
@@ -407,9 +436,12 @@ struct ReplayInsertFunctor {
 
 /// Launches one insert: team 0 plus `chunks` copy teams of `team_size`
 /// threads, with the scratch of f.refresh_groups staged nodes per team.
+/// With a boundary row per slot: the `chunks` copy teams when spread, else
+/// one team for all of it.
 template <class ExecSpace>
 void replay_insert(const ExecSpace& space, const ReplayInsertFunctor<ExecSpace>& f, int chunks, int team_size) {
-  Kokkos::TeamPolicy<ExecSpace> policy(space, 1 + chunks, team_size);
+  const int teams = f.layout.boundary_per_slot ? (f.spread ? chunks : 1) : 1 + chunks;
+  Kokkos::TeamPolicy<ExecSpace> policy(space, teams, team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(ReplayInsertFunctor<ExecSpace>::scratch_bytes(f.refresh_groups)));
   Kokkos::parallel_for("foxrl::Replay::insert", compat::light(policy), f);
 }

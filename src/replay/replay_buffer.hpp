@@ -36,8 +36,11 @@ struct ReplayConfig {
   float alpha = 0.6f;    ///< priority exponent; 0 gives uniform replay
   float eps = 1e-6f;     ///< priority = |td| + eps
   /// Rows kept for next observations at episode boundaries; 0 picks
-  /// max(num_envs, capacity / 4). When exceeded, the oldest boundary
-  /// transitions still in the ring stop being sampled (see docs/replay.md).
+  /// capacity for observations of at most boundary_per_slot_max_dim
+  /// components, else max(num_envs, capacity / 4). capacity or more: a row
+  /// per slot (nothing handed out, nothing evicted). Fewer: a pool whose
+  /// oldest boundary transitions still in the ring stop being sampled when
+  /// it is exceeded (see docs/replay.md).
   std::int64_t boundary_capacity = 0;
   std::uint64_t seed = 0;  ///< root of the counter-based sampling stream
 };
@@ -53,6 +56,10 @@ class ReplayBuffer {
   using error_view = Kokkos::View<const float*, memory_space>;
 
   static constexpr int max_batch_limit = 1 << 16;
+  /// The widest observation whose boundary rows default to one per slot:
+  /// 64 bytes a slot, what a pool of a quarter of the slots costs at about
+  /// 60 components, and no scan, hand-out or eviction in the insert.
+  static constexpr int boundary_per_slot_max_dim = 16;
 
   ReplayBuffer(const ExecSpace& space, const ReplayConfig& config) : config_(config) {
     validate(config_);
@@ -62,9 +69,12 @@ class ReplayBuffer {
     layout_.obs_dim = config_.obs_dim;
     layout_.lookahead = std::int64_t(config_.n_step) * config_.num_envs;
     layout_.obs_rows = layout_.capacity + layout_.lookahead;
-    layout_.boundary_capacity = config_.boundary_capacity > 0
-                                    ? config_.boundary_capacity
+    layout_.boundary_capacity = config_.boundary_capacity > 0 ? config_.boundary_capacity
+                                : config_.obs_dim <= boundary_per_slot_max_dim
+                                    ? config_.capacity
                                     : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
+    layout_.boundary_per_slot = layout_.boundary_capacity >= layout_.capacity;
+    if (layout_.boundary_per_slot) layout_.boundary_capacity = layout_.capacity;
     if (layout_.boundary_capacity < config_.num_envs) {
       throw UsageError("foxrl::ReplayBuffer: boundary_capacity " + std::to_string(layout_.boundary_capacity) +
                        " is below num_envs " + std::to_string(config_.num_envs) +
@@ -398,8 +408,14 @@ class ReplayBuffer {
     s.rewards = vector(uninit("rewards"), C);
     s.discounts = vector(uninit("discounts"), C);
     s.next_ref = Kokkos::View<std::int32_t*, memory_space>(uninit("next_ref"), C);
-    s.boundary_observations = matrix(uninit("boundary_observations"), layout_.boundary_capacity, D);
-    s.boundary_owner = Kokkos::View<std::int64_t*, memory_space>(uninit("boundary_owner"), layout_.boundary_capacity);
+    // A row per slot is saved with the trainer state whether or not its slot
+    // ended an episode: zeroed, like the ring, so saved states are a
+    // function of the run alone. No owners then: row s belongs to slot s.
+    const bool per_slot = layout_.boundary_per_slot;
+    s.boundary_observations = per_slot ? matrix(zeroed("boundary_observations"), layout_.boundary_capacity, D)
+                                       : matrix(uninit("boundary_observations"), layout_.boundary_capacity, D);
+    s.boundary_owner =
+        Kokkos::View<std::int64_t*, memory_space>(uninit("boundary_owner"), per_slot ? 0 : layout_.boundary_capacity);
     Kokkos::deep_copy(space, s.boundary_owner, std::int64_t(-1));
     s.boundary_head = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_head"));
     s.boundary_evictions = Kokkos::View<std::int64_t, memory_space>(zeroed("boundary_evictions"));
@@ -541,7 +557,24 @@ class ReplayBuffer {
     if constexpr (!Archive::saving) {
       if (h.inserted < 0) a.fail("replay.inserted", "negative counter " + std::to_string(h.inserted));
       if (h.boundary_rows < 0) a.fail("replay.boundary_rows", "negative counter " + std::to_string(h.boundary_rows));
+      // A buffer with a row per slot hands out no rows: a state that did
+      // kept its boundary observations in a pool this buffer cannot read.
+      if (layout_.boundary_per_slot && h.boundary_rows != 0)
+        a.fail("replay.boundary_rows",
+               "is " + std::to_string(h.boundary_rows) +
+                   ": the state keeps its episode-boundary observations in a pool of handed-out rows, and this "
+                   "buffer keeps them in a row per slot (observations of at most " +
+                   std::to_string(boundary_per_slot_max_dim) +
+                   " components); resume it with the foxrl version that wrote it");
     }
+  }
+
+  /// Rows of the boundary pool that hold a next observation: those handed
+  /// out, or a row per filled slot.
+  std::int64_t boundary_rows_in_use(const HostState& h) const {
+    const auto& lay = layout_;
+    return lay.boundary_per_slot ? std::min(h.inserted, lay.capacity)
+                                 : std::min(lay.boundary_capacity, h.boundary_rows);
   }
 
   /// The device state, only what has been written: the observation ring
@@ -560,8 +593,7 @@ class ReplayBuffer {
     a.tensor(space, "replay.rewards", st.rewards, slots);
     a.tensor(space, "replay.discounts", st.discounts, slots);
     a.tensor(space, "replay.next_ref", st.next_ref, slots);
-    a.tensor(space, "replay.boundary_observations", st.boundary_observations,
-             std::min(lay.boundary_capacity, h.boundary_rows));
+    a.tensor(space, "replay.boundary_observations", st.boundary_observations, boundary_rows_in_use(h));
     a.tensor(space, "replay.boundary_owner", st.boundary_owner);
     a.tensor(space, "replay.boundary_head", st.boundary_head);
     a.tensor(space, "replay.boundary_evictions", st.boundary_evictions);
@@ -581,7 +613,7 @@ class ReplayBuffer {
   void check_state(const Reader& a, const HostState& h, int num_actions) const {
     const auto& lay = layout_;
     const std::int64_t slots = std::min(h.inserted, lay.capacity);
-    const std::int64_t pool = std::min(lay.boundary_capacity, h.boundary_rows);
+    const std::int64_t pool = boundary_rows_in_use(h);
     a.template require_each<std::int32_t>(
         "replay.actions", -1, [&](std::int32_t x) { return x >= 0 && x < num_actions; },
         "must be an action in [0, " + std::to_string(num_actions) + ")");

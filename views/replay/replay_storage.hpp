@@ -19,7 +19,11 @@ struct ReplayLayout {
   std::int64_t obs_rows = 0;           ///< R = C + lookahead: rows of the observation ring
   std::int64_t lookahead = 0;          ///< n * N: how far ahead (in transitions) a successor observation is
   std::int64_t boundary_capacity = 0;  ///< S: rows of the boundary pool
-  SumTreeShape tree_shape;             ///< levels of the K-ary sum tree over the C slots
+  /// The pool has a row per slot (S = C): slot s keeps its boundary next
+  /// observation in row s. Nothing is handed out or evicted, and each row's
+  /// insert is independent of the others (no scan over the insert's rows).
+  bool boundary_per_slot = false;
+  SumTreeShape tree_shape;  ///< levels of the K-ary sum tree over the C slots
   int obs_dim = 0;
   int num_envs = 0;  ///< N: rows of every insert
   int n_step = 1;
@@ -38,7 +42,8 @@ struct ReplayLayout {
   }
 };
 
-/// Values of ReplayStorage::next_ref (>= 0: a row of the boundary pool).
+/// Values of ReplayStorage::next_ref (>= 0: a row of the boundary pool; the
+/// slot itself where ReplayLayout::boundary_per_slot).
 enum ReplayNextRef : std::int32_t {
   replay_next_is_successor = -1,  ///< next observation = observation ring row next_obs_row(g)
   replay_next_evicted = -2,       ///< boundary row was reused: slot carries no mass any more
@@ -55,9 +60,9 @@ struct ReplayStorage {
   vector discounts;                                   ///< [C] gamma^k * (1 - terminated)
   Kokkos::View<std::int32_t*, MemorySpace> next_ref;  ///< [C] see ReplayNextRef
 
-  matrix boundary_observations;                                ///< [S, obs_dim] next observations at episode boundaries
-  Kokkos::View<std::int64_t*, MemorySpace> boundary_owner;     ///< [S] transition owning the row, -1 none
-  Kokkos::View<std::int64_t, MemorySpace> boundary_head;       ///< rows of the pool handed out so far
+  matrix boundary_observations;                             ///< [S, obs_dim] next observations at episode boundaries
+  Kokkos::View<std::int64_t*, MemorySpace> boundary_owner;  ///< [S] transition owning the row, -1 none ([0] per slot)
+  Kokkos::View<std::int64_t, MemorySpace> boundary_head;    ///< rows of the pool handed out so far
   Kokkos::View<std::int64_t, MemorySpace> boundary_evictions;  ///< live rows lost to pool reuse
   Kokkos::View<std::int32_t*, MemorySpace> evicted_slots;      ///< [N] slots the running insert evicted
   /// [2] the running insert's counts for its tree refresh: evicted slots

@@ -8,12 +8,14 @@
 #include "replay/replay_buffer.hpp"
 #include "support/device_copy.hpp"
 #include "support/replay_synthetic.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -171,16 +173,33 @@ TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips;
     CHECK(flatten(space, saved.sample(space, 32, 0.4f)) == flatten(space, resumed.sample(space, 32, 0.4f)));
   }
 
-  auto pool_config = config;
-  pool_config.boundary_capacity = 20;
-  Buffer pool(space, pool_config);
-  REQUIRE(!pool.layout().boundary_per_slot);
-  for (int t = 0; t < 17; ++t) pool.insert(space, make_transitions(space, syn, t));
+  // A state written with the pool (FOXRL_BOUNDARY_PER_SLOT=0, the default
+  // pool of a quarter of the slots).
   const std::string pool_path = (dir / "pool.safetensors").string();
-  save(pool, pool_path);
+  std::optional<Buffer> pool;
+  {
+    foxrl::test::ScopedEnvironment pool_layout("FOXRL_BOUNDARY_PER_SLOT", "0");
+    pool.emplace(space, config);
+  }
+  REQUIRE(!pool->layout().boundary_per_slot);
+  for (int t = 0; t < 17; ++t) pool->insert(space, make_transitions(space, syn, t));
+  save(*pool, pool_path);
   Buffer per_slot(space, config);
-  CHECK_THROWS_WITH(load(per_slot, pool_path), Catch::Contains("replay.boundary_rows") &&
-                                                   Catch::Contains("in a row per slot") &&
-                                                   Catch::Contains("pool.safetensors"));
+  CHECK_THROWS_WITH(load(per_slot, pool_path),
+                    Catch::Contains("replay.boundary_rows") && Catch::Contains("in a row per slot") &&
+                        Catch::Contains("FOXRL_BOUNDARY_PER_SLOT=0") && Catch::Contains("pool.safetensors"));
+  // Under the switch the state resumes, and goes on like the buffer that wrote it.
+  std::optional<Buffer> pooled;
+  {
+    foxrl::test::ScopedEnvironment pool_layout("FOXRL_BOUNDARY_PER_SLOT", "0");
+    pooled.emplace(space, config);
+  }
+  load(*pooled, pool_path);
+  for (int t = 17; t < 30; ++t) {
+    INFO("insert " << t << " after the pool's state");
+    pool->insert(space, make_transitions(space, syn, t));
+    pooled->insert(space, make_transitions(space, syn, t));
+    CHECK(flatten(space, pool->sample(space, 32, 0.4f)) == flatten(space, pooled->sample(space, 32, 0.4f)));
+  }
   std::filesystem::remove_all(dir);
 }

@@ -3,7 +3,8 @@
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
 // FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_INSERT_IN_RECORD,
-// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_PAIRED_FORWARD): on unless set to "0",
+// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_PAIRED_FORWARD, FOXRL_BOUNDARY_PER_SLOT):
+// on unless set to "0",
 // so a user turns a fast path off for a comparison or to rule it out while
 // debugging; paths that measured slower, kept for comparison on other GPUs,
 // or not yet measured, off unless set to "1" (FOXRL_CUDA_NARROW_FORWARD,
@@ -36,6 +37,13 @@ inline bool environment_value_is(const char* name, const char* expected) {
 /// FOXRL_CUDA_FUSED: the hand-written fused CUDA kernels (kernels/cuda/)
 /// instead of their portable launch sequences.
 inline bool cuda_fused_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_FUSED"); }
+
+/// FOXRL_BOUNDARY_PER_SLOT: the replay keeps the episode-boundary next
+/// observations of narrow observations (at most 16 components) in a row per
+/// slot instead of a pool of a quarter of the slots (docs/replay.md); "0"
+/// gives them the pool. Every backend. A trainer state keeps the layout it
+/// was written with: resume it under the same setting.
+inline bool boundary_per_slot_allowed_by_environment() { return switch_on_in_environment("FOXRL_BOUNDARY_PER_SLOT"); }
 
 /// FOXRL_CUDA_ITERATION_GRAPH: the trainer's whole iteration as one graph
 /// (FOXRL_CUDA_GRAPHS=0 turns it off too; this one alone leaves the

@@ -37,7 +37,8 @@ struct ReplayConfig {
   float eps = 1e-6f;     ///< priority = |td| + eps
   /// Rows kept for next observations at episode boundaries; 0 picks
   /// capacity for observations of at most boundary_per_slot_max_dim
-  /// components, else max(num_envs, capacity / 4). capacity or more: a row
+  /// components (unless FOXRL_BOUNDARY_PER_SLOT=0), else
+  /// max(num_envs, capacity / 4). capacity or more: a row
   /// per slot (nothing handed out, nothing evicted). Fewer: a pool whose
   /// oldest boundary transitions still in the ring stop being sampled when
   /// it is exceeded (see docs/replay.md).
@@ -69,10 +70,11 @@ class ReplayBuffer {
     layout_.obs_dim = config_.obs_dim;
     layout_.lookahead = std::int64_t(config_.n_step) * config_.num_envs;
     layout_.obs_rows = layout_.capacity + layout_.lookahead;
-    layout_.boundary_capacity = config_.boundary_capacity > 0 ? config_.boundary_capacity
-                                : config_.obs_dim <= boundary_per_slot_max_dim
-                                    ? config_.capacity
-                                    : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
+    layout_.boundary_capacity =
+        config_.boundary_capacity > 0 ? config_.boundary_capacity
+        : config_.obs_dim <= boundary_per_slot_max_dim && boundary_per_slot_allowed_by_environment()
+            ? config_.capacity
+            : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
     layout_.boundary_per_slot = layout_.boundary_capacity >= layout_.capacity;
     if (layout_.boundary_per_slot) layout_.boundary_capacity = layout_.capacity;
     if (layout_.boundary_capacity < config_.num_envs) {
@@ -565,7 +567,7 @@ class ReplayBuffer {
                    ": the state keeps its episode-boundary observations in a pool of handed-out rows, and this "
                    "buffer keeps them in a row per slot (observations of at most " +
                    std::to_string(boundary_per_slot_max_dim) +
-                   " components); resume it with the foxrl version that wrote it");
+                   " components): resume it with FOXRL_BOUNDARY_PER_SLOT=0 in the environment");
     }
   }
 

@@ -89,15 +89,18 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
         std::vector<float> online_head, target_head, last_hidden, grads;
         bool paired = false;
       };
-      // The learner's pair of networks on one DenseOps (one cuBLAS handle);
+      // The learner's pair of networks on one DenseOps (one cuBLAS handle),
+      // one pair for every variant: whether the layers pair depends on the
+      // two networks' buffers lying in the same address order, so networks
+      // allocated anew for each variant could take different paths.
       // `paired` false: the two forwards; `heads` false: the paired layers
       // with the two head kernels one after the other.
+      auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, foxrl::DenseBackend::blas);
+      const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
+      const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
+      foxrl::Mlp<Exec> online_net(space, layout, 2 * B, B, ops, scratch, "foxrl::test::online_net");
+      foxrl::Mlp<Exec> target_net(space, layout, 2 * B, 0, ops, scratch, "foxrl::test::target_net");
       const auto run = [&](bool paired, bool heads) {
-        auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, foxrl::DenseBackend::blas);
-        const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
-        const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
-        foxrl::Mlp<Exec> online_net(space, layout, 2 * B, B, ops, scratch, "foxrl::test::online_net");
-        foxrl::Mlp<Exec> target_net(space, layout, 2 * B, 0, ops, scratch, "foxrl::test::target_net");
         online_net.set_paired_forward(paired);
         online_net.set_paired_heads(heads);
         Run r;

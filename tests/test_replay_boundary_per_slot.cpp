@@ -131,7 +131,7 @@ TEMPLATE_TEST_CASE("ReplayBuffer picks a boundary row per slot for narrow observ
   }
 }
 
-TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips; a pool's state is refused by it",
+TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips, and a pool's state is refused by it",
                    "[replay][checkpoint]", FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;

@@ -42,7 +42,8 @@ std::string scratch_dir(const std::string& name) {
 }
 
 /// A small run that wraps the replay ring (capacity 96: 96 leaves, one
-/// level of 3 nodes above them), evicts boundary rows and updates the learner.
+/// level of 3 nodes above them), hands out (the market) or writes per slot
+/// (CartPole) boundary rows and updates the learner.
 foxrl::TrainConfig tiny_config(const std::string& env, const std::string& out_dir) {
   return foxrl::test::tiny_trainer_config(env, out_dir, 2);
 }
@@ -145,7 +146,9 @@ TEST_CASE("a trainer state with a value out of range is refused, naming the file
       {"cartpole", "replay.actions", 0, -1, "is -1"},
       {"market", "replay.rewards", 4, inf, "is inf: must be finite"},
       {"cartpole", "replay.discounts", 4, not_a_number, "must be in [0, 1]"},
-      {"cartpole", "replay.boundary_owner", 0, 1e12, "must be -1 (free) or a transition below replay.inserted"},
+      // (CartPole's boundary rows are one per slot: no owners.)
+      {"market", "replay.boundary_owner", 0, 1e12, "must be -1 (free) or a transition below replay.inserted"},
+      {"cartpole", "replay.next_ref", 3, 9000, "or a boundary row below the 96 rows in use"},
       {"cartpole", "replay.boundary_head", 0, 1e6, "must equal replay.boundary_rows"},
       {"cartpole", "replay.boundary_evictions", 0, -1, "must be in [0, replay.inserted"},
       {"market", "replay.max_priority", 0, not_a_number, "must be finite and > 0"},

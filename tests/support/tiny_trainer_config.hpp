@@ -1,6 +1,7 @@
 #pragma once
 // The smallest trainer config that still exercises a whole run's state:
-// the replay ring wraps (capacity 96), boundary rows are evicted, the target
+// the replay ring wraps (capacity 96), boundary rows are handed out and evicted
+// (the market; CartPole keeps a row per slot), the target
 // is copied and learning starts in the first epoch. Shared by the resume and
 // state-validation tests.
 

@@ -30,7 +30,9 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_FLAT_UNIFORM_UPDATE", &foxrl::flat_uniform_update_allowed_by_environment},
       {"FOXRL_INSERT_IN_RECORD", &foxrl::insert_in_record_allowed_by_environment},
       {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment},
-      {"FOXRL_BOUNDARY_PER_SLOT", &foxrl::boundary_per_slot_allowed_by_environment}};
+      {"FOXRL_BOUNDARY_PER_SLOT", &foxrl::boundary_per_slot_allowed_by_environment},
+      {"FOXRL_PAIRED_FORWARD", &foxrl::paired_forward_allowed_by_environment},
+      {"FOXRL_PAIRED_HEADS", &foxrl::paired_heads_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {

@@ -3,12 +3,13 @@
 // FOXRL_CUDA_ITERATION_GRAPH, FOXRL_CUDA_FUSED, FOXRL_CUDA_GEMM_EPILOGUES,
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
 // FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_INSERT_IN_RECORD,
-// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_PAIRED_FORWARD, FOXRL_BOUNDARY_PER_SLOT):
+// FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_PAIRED_FORWARD, FOXRL_PAIRED_HEADS,
+// FOXRL_BOUNDARY_PER_SLOT):
 // on unless set to "0",
 // so a user turns a fast path off for a comparison or to rule it out while
 // debugging; paths that measured slower, kept for comparison on other GPUs,
 // or not yet measured, off unless set to "1" (FOXRL_CUDA_NARROW_FORWARD,
-// FOXRL_RECORD_ACROSS_TEAMS, FOXRL_LOSS_IN_TARGET_HEAD, FOXRL_PAIRED_HEADS); one the trainer decides unless set to "0"
+// FOXRL_RECORD_ACROSS_TEAMS, FOXRL_LOSS_IN_TARGET_HEAD); one the trainer decides unless set to "0"
 // or "1" (FOXRL_CLOCK_IN_PRIORITY_UPDATE); and one tuning knob, FOXRL_CUDA_FUSED_THREADS.
 
 #include "core/error.hpp"
@@ -108,9 +109,9 @@ inline bool paired_forward_allowed_by_environment() { return switch_on_in_enviro
 
 /// FOXRL_PAIRED_HEADS: where the paired forward runs, both networks' head
 /// kernels (each with its last hidden layer's bias + ReLU) are one launch
-/// (kernels/nn/small_dense_pair.hpp) instead of two; off unless "1" until
-/// it has been measured on a GPU.
-inline bool paired_heads_requested_by_environment() { return environment_value_is("FOXRL_PAIRED_HEADS", "1"); }
+/// (kernels/nn/small_dense_pair.hpp) instead of two, with the same bits;
+/// "0" turns it off.
+inline bool paired_heads_allowed_by_environment() { return switch_on_in_environment("FOXRL_PAIRED_HEADS"); }
 
 /// FOXRL_INSERT_IN_RECORD: with a few envs (the collector's record of a
 /// step in one team), the replay's insert of the step's transitions runs in

@@ -305,9 +305,9 @@ class Mlp {
   /// pairs_with allows; FOXRL_PAIRED_FORWARD=0 turns them off too).
   void set_paired_forward(bool on) { pairs_forward_ = on; }
   /// Turns forward_with_target's one launch for both heads on or off
-  /// (where the hidden layers pair and the head has at most 8 outputs; off
-  /// by default until measured on a GPU, FOXRL_PAIRED_HEADS=1 turns it on):
-  /// off, the two head kernels run one after the other, with the same bits.
+  /// (where the hidden layers pair and the head has at most 8 outputs; on
+  /// by default, FOXRL_PAIRED_HEADS=0 turns it off): off, the two head
+  /// kernels run one after the other, with the same bits.
   void set_paired_heads(bool on) { pairs_heads_ = on; }
 
   /// Backward of the last forward's first B rows: `x` [B, obs_dim] must be
@@ -485,7 +485,7 @@ class Mlp {
   std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
   std::vector<int> mask_rows_;
   bool pairs_forward_ = paired_forward_allowed_by_environment();
-  bool pairs_heads_ = paired_heads_requested_by_environment();
+  bool pairs_heads_ = paired_heads_allowed_by_environment();
 };
 
 }  // namespace foxrl

@@ -32,7 +32,8 @@ TEST_CASE("the CUDA fast-path switches are on unless set to 0", "[switch]") {
       {"FOXRL_NORMALIZE_IN_SAMPLE", &foxrl::normalize_in_sample_allowed_by_environment},
       {"FOXRL_BOUNDARY_PER_SLOT", &foxrl::boundary_per_slot_allowed_by_environment},
       {"FOXRL_PAIRED_FORWARD", &foxrl::paired_forward_allowed_by_environment},
-      {"FOXRL_PAIRED_HEADS", &foxrl::paired_heads_allowed_by_environment}};
+      {"FOXRL_PAIRED_HEADS", &foxrl::paired_heads_allowed_by_environment},
+      {"FOXRL_ONE_STEP_ALIASED", &foxrl::one_step_aliasing_allowed_by_environment}};
   for (const auto& [name, allowed] : switches) {
     INFO(name);
     {

@@ -11,6 +11,7 @@
 // and evict boundary rows (the tiny config).
 #include "agents/dqn/dqn_trainer.hpp"
 #include "io/safetensors.hpp"
+#include "kernels/envs/episode_stats_kernels.hpp"
 #include "run/trainer_state.hpp"
 #include "support/env_test_util.hpp"
 #include "support/scoped_environment.hpp"
@@ -101,12 +102,19 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   // The clock's advance in the last priority update's last team; the
   // replay's insert in the collector's one-team record; the batch's
   // normalisation in the replay sample (the market's signal adapter).
-  const std::string lever = GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"),
-                                     std::string("FOXRL_INSERT_IN_RECORD"), std::string("FOXRL_NORMALIZE_IN_SAMPLE"));
-  INFO("env " << env << ", " << lever);
+  // The one-step record aliased to the step's buffers (n_step 1), its flags
+  // in the episode statistics' launch: in one team (4 envs) and across
+  // teams (more envs than one team records).
+  const std::string lever =
+      GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"), std::string("FOXRL_INSERT_IN_RECORD"),
+               std::string("FOXRL_NORMALIZE_IN_SAMPLE"), std::string("FOXRL_ONE_STEP_ALIASED"));
+  const int envs = GENERATE(4, foxrl::kernels::episode_stats_one_team_envs + 52);
+  INFO("env " << env << ", " << lever << ", " << envs << " envs");
   if (lever == "FOXRL_NORMALIZE_IN_SAMPLE" && env != "market") return;  // no adapter
-  const auto rides_along = [&](const foxrl::DqnTrainer<Exec>& t) {
+  if (lever != "FOXRL_ONE_STEP_ALIASED" && envs != 4) return;
+  const auto rides_along = [&](foxrl::DqnTrainer<Exec>& t) {
     if (lever == "FOXRL_NORMALIZE_IN_SAMPLE") return t.normalizes_in_sample();
+    if (lever == "FOXRL_ONE_STEP_ALIASED") return t.collector().nstep().aliases_step();
     return lever == "FOXRL_INSERT_IN_RECORD" ? t.inserts_in_record() : t.clock_in_priority_update();
   };
   const foxrl::test::TempDir along_dir, own_dir;
@@ -114,6 +122,13 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   // two updates; the metrics of the second go into the epoch sums with the
   // clock), around the ring with boundary evictions.
   auto config = foxrl::test::tiny_iteration_shapes_config(env, along_dir.path(), 2);
+  if (lever == "FOXRL_ONE_STEP_ALIASED") {
+    config.n_step = 1;
+    config.num_envs = envs;
+    // The ring still wraps, after learning starts.
+    config.buffer_capacity = std::max<std::int64_t>(config.buffer_capacity, 4 * envs);
+    config.learning_starts = std::max<std::int64_t>(config.learning_starts, 2 * envs);
+  }
   std::vector<foxrl::EpochRecord> along, own;
   {
     ScopedEnvironment on(lever.c_str(), "1");

@@ -50,6 +50,13 @@ struct StepRecord {
 /// thread of each env also writes the env's scalars. Launched on its own
 /// (record_step_and_emit) or inside the collector's one-team record
 /// (kernels/collect/record_step.hpp).
+///
+/// `one_step_aliased` (n = 1, NStepAccumulator::alias_one_step): the ring's
+/// only row and the output's observations, next observations and actions
+/// are the step's own Views, so nothing is copied; one thread per env
+/// writes what the step does not hold: the episode-end flags, the
+/// transition's reward (0 + 1 x r, as the window's sum forms it: -0 becomes
+/// +0), its discount and whether its next observation is the successor.
 template <class MemorySpace>
 struct NStepRecord {
   NStepRing<MemorySpace> ring;
@@ -58,6 +65,7 @@ struct NStepRecord {
   CounterRead steps_before;
   float gamma = 1.0f;
   bool emit = false;
+  bool one_step_aliased = false;
   int n = 1, dim = 1;
   // A GPU has no integer divide: (env, d) from the flat index by a
   // multiply-high where it is exact (always, short of 2^32 / dim threads),
@@ -66,22 +74,30 @@ struct NStepRecord {
   bool fast_index = false;
 
   NStepRecord(const NStepRing<MemorySpace>& ring_, const StepRecord<MemorySpace>& step_,
-              const TransitionBatch<MemorySpace>& out_, CounterRead steps_before_, float gamma_, bool emit_)
+              const TransitionBatch<MemorySpace>& out_, CounterRead steps_before_, float gamma_, bool emit_,
+              bool one_step_aliased_ = false)
       : ring(ring_),
         step(step_),
         out(out_),
         steps_before(steps_before_),
         gamma(gamma_),
         emit(emit_),
+        one_step_aliased(one_step_aliased_),
         n(static_cast<int>(ring_.actions.extent(0))),
         dim(static_cast<int>(ring_.observations.extent(2))),
         by_dim(static_cast<std::uint32_t>(dim)),
         fast_index(count() - 1 <= static_cast<std::int64_t>(by_dim.max_exact())) {}
 
-  /// Threads of one record: envs x observation components.
-  std::int64_t count() const { return static_cast<std::int64_t>(ring.actions.extent(1)) * dim; }
+  /// Threads of one record: envs x elements_per_env().
+  std::int64_t count() const { return static_cast<std::int64_t>(ring.actions.extent(1)) * elements_per_env(); }
+  /// Threads per env: one per observation component, one when aliased.
+  KOKKOS_INLINE_FUNCTION int elements_per_env() const { return one_step_aliased ? 1 : dim; }
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t flat) const {
+    if (one_step_aliased) {
+      record_aliased(static_cast<int>(flat));
+      return;
+    }
     const std::int64_t step_index = steps_before();
     const int slot = static_cast<int>(step_index % n);
     // Oldest step of the window that this step completes: (step_index + 1) % n.
@@ -125,6 +141,19 @@ struct NStepRecord {
       out.discounts(env) = (ended & 1) ? 0.f : discount;
       out.next_is_successor(env) = ended == 0 ? 1 : 0;
     }
+  }
+
+  /// Env `env`'s share of an aliased one-step record: the window of one
+  /// step, as operator() forms it with n = 1.
+  KOKKOS_INLINE_FUNCTION void record_aliased(int env) const {
+    const bool terminated = step.terminated(env) != 0;
+    const bool truncated = step.truncated(env) != 0;
+    ring.episode_end(0, env) = static_cast<std::uint8_t>((terminated ? 1 : 0) | (truncated ? 2 : 0));
+    float reward = 0.f;
+    reward += 1.f * step.rewards(env);
+    out.rewards(env) = reward;
+    out.discounts(env) = terminated ? 0.f : 1.f * gamma;
+    out.next_is_successor(env) = terminated || truncated ? 0 : 1;
   }
 };
 

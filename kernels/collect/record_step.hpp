@@ -23,23 +23,26 @@ namespace foxrl::kernels {
 /// record takes: a few per thread of a full team.
 constexpr std::int64_t record_step_one_team_elements = 8192;
 
-/// Whether one step of `num_envs` envs with `obs_dim` components is
-/// recorded by one team (record_step).
-inline bool record_step_in_one_team(int num_envs, int obs_dim) {
+/// Whether one step of `num_envs` envs with `elements_per_env` n-step
+/// elements each (NStepRecord::elements_per_env: the observation components,
+/// or 1 for an aliased one-step record) is recorded by one team
+/// (record_step).
+inline bool record_step_in_one_team(int num_envs, int elements_per_env) {
   return num_envs <= episode_stats_one_team_envs &&
-         static_cast<std::int64_t>(num_envs) * obs_dim <= record_step_one_team_elements;
+         static_cast<std::int64_t>(num_envs) * elements_per_env <= record_step_one_team_elements;
 }
 
-/// The most observation components per env of the record across teams:
-/// each team's n-step elements (its episode_stats_team_envs envs, one per
-/// thread) are then at most this many per thread.
+/// The most n-step elements per env (observation components, or 1 for an
+/// aliased one-step record) of the record across teams: each team's
+/// elements (its episode_stats_team_envs envs, one per thread) are then at
+/// most this many per thread.
 constexpr int record_step_across_teams_dim = 8;
 
-/// Whether one step of `num_envs` envs with `obs_dim` components, too many
-/// for one team, is recorded in one launch of one team per
-/// episode_stats_team_envs envs (record_step, `across_teams` on).
-inline bool record_step_across_teams(int num_envs, int obs_dim) {
-  return num_envs > episode_stats_one_team_envs && obs_dim <= record_step_across_teams_dim;
+/// Whether one step of `num_envs` envs with `elements_per_env` n-step
+/// elements each, too many for one team, is recorded in one launch of one
+/// team per episode_stats_team_envs envs (record_step, `across_teams` on).
+inline bool record_step_across_teams(int num_envs, int elements_per_env) {
+  return num_envs > episode_stats_one_team_envs && elements_per_env <= record_step_across_teams_dim;
 }
 
 /// No team work after the record (record_step's default).
@@ -97,7 +100,7 @@ struct RecordStepAcrossTeams {
   std::int64_t elements;  ///< nstep.count(), a host function
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const std::int64_t per_team = std::int64_t(episode_stats_team_envs) * nstep.dim;
+    const std::int64_t per_team = std::int64_t(episode_stats_team_envs) * nstep.elements_per_env();
     const std::int64_t begin = team.league_rank() * per_team;
     const std::int64_t end = begin + per_team < elements ? begin + per_team : elements;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const std::int64_t flat) { nstep(flat); });
@@ -129,8 +132,8 @@ void record_step(const ExecSpace& space, const EpisodeStep<Window, MemorySpace>&
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   constexpr bool work_after = !std::is_same_v<After, NothingAfterRecord>;
   const int num_envs = static_cast<int>(stats.running.extent(0));
-  if (!record_step_in_one_team(num_envs, nstep.dim)) {
-    if (across_teams && record_step_across_teams(num_envs, nstep.dim)) {
+  if (!record_step_in_one_team(num_envs, nstep.elements_per_env())) {
+    if (across_teams && record_step_across_teams(num_envs, nstep.elements_per_env())) {
       using Body = RecordStepAcrossTeams<Window, MemorySpace, typename ExecSpace::scratch_memory_space>;
       const int teams = (num_envs + episode_stats_team_envs - 1) / episode_stats_team_envs;
       const Body body{stats, nstep, teams, nstep.count()};

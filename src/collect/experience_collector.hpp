@@ -45,6 +45,16 @@ class ExperienceCollector {
       normalized_ = obs_view(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::Collector::normalized"),
                              env.num_envs(), env.obs_dim());
     }
+    // One-step returns need no window: the transition is the step itself,
+    // so the n-step ring and output are the step's own buffers (written
+    // anew by each env step, inserted before the next), and the record
+    // writes only each env's flags, reward and discount. That little work
+    // rides in the episode statistics' launch across teams.
+    if (n_step == 1 && one_step_aliasing_allowed_by_environment()) {
+      const auto& result = env.step_result();
+      nstep_.alias_one_step({acted_on_, actions_, result.rewards, result.terminated, result.truncated,
+                             result.next_observations});
+    }
   }
 
   /// One vectorized step of every env; `global_step` = env steps taken
@@ -85,7 +95,9 @@ class ExperienceCollector {
   /// observation components, is recorded in one launch across teams
   /// (kernels::record_step_across_teams; off unless
   /// FOXRL_RECORD_ACROSS_TEAMS=1) instead of the episode statistics' and the
-  /// n-step record's two launches. The same values either way.
+  /// n-step record's two launches. The same values either way. An aliased
+  /// one-step record (n = 1) is always recorded across teams: one element
+  /// per env.
   void set_record_across_teams(bool on) { record_across_teams_ = on; }
 
   /// Actions of the last step (for evaluation traces).
@@ -120,7 +132,9 @@ class ExperienceCollector {
     return nstep_.push_with(
         {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
         nstep_pushed,
-        [&](const auto& record) { kernels::record_step(space, stats_step, record, after, record_across_teams_); });
+        [&](const auto& record) {
+          kernels::record_step(space, stats_step, record, after, record_across_teams_ || record.one_step_aliased);
+        });
   }
 
   VectorEnv<ExecSpace>& env_;

@@ -65,10 +65,53 @@ class NStepAccumulator {
   /// in one launch with the episode statistics (kernels/collect/record_step.hpp).
   template <class Launch>
   bool push_with(const StepRecord& step, kernels::CounterRead steps_before, Launch&& launch) {
-    const Record record(ring_, step, out_, steps_before, gamma_, will_emit());
+    if (aliased_ && !same_views(step, aliased_step_)) {
+      throw Error("NStepAccumulator: a push with other Views than the step it aliases (alias_one_step)");
+    }
+    const Record record(ring_, step, out_, steps_before, gamma_, will_emit(), aliased_);
     launch(record);
     ++steps_;
     return record.emit;
+  }
+
+  /// For n = 1: every later push passes the Views of `step` (a collector's
+  /// buffers, written anew by each env step), so the ring's only row and
+  /// output()'s observations, next observations and actions can be those
+  /// Views instead of copies, and a push writes only the episode-end flags
+  /// and the transition's reward, discount and successor flag: the same
+  /// values, the same trainer-state bytes, a launch's copy fewer. The Views
+  /// must outlive the accumulator, and output() holds the step's transitions
+  /// only until the step's Views are written again.
+  void alias_one_step(const StepRecord& step) {
+    const int envs = static_cast<int>(ring_.actions.extent(1));
+    const int dim = static_cast<int>(ring_.observations.extent(2));
+    if (n_ != 1) throw Error("NStepAccumulator::alias_one_step: needs n = 1 (got " + std::to_string(n_) + ")");
+    if (static_cast<int>(step.observations.extent(0)) != envs || static_cast<int>(step.observations.extent(1)) != dim ||
+        static_cast<int>(step.next_observations.extent(0)) != envs ||
+        static_cast<int>(step.next_observations.extent(1)) != dim || static_cast<int>(step.actions.extent(0)) != envs ||
+        static_cast<int>(step.rewards.extent(0)) != envs) {
+      throw Error("NStepAccumulator::alias_one_step: the step's Views do not match " + std::to_string(envs) +
+                  " envs of " + std::to_string(dim) + " components");
+    }
+    // The step's Views are read-only to the record; the ring's restore on
+    // resume writes through these (the saved step, the same bytes).
+    ring_.observations = decltype(ring_.observations)(const_cast<float*>(step.observations.data()), 1, envs, dim);
+    ring_.next_observations =
+        decltype(ring_.next_observations)(const_cast<float*>(step.next_observations.data()), 1, envs, dim);
+    ring_.actions = decltype(ring_.actions)(const_cast<std::int32_t*>(step.actions.data()), 1, envs);
+    ring_.rewards = decltype(ring_.rewards)(const_cast<float*>(step.rewards.data()), 1, envs);
+    out_.observations = decltype(out_.observations)(const_cast<float*>(step.observations.data()), envs, dim);
+    out_.next_observations =
+        decltype(out_.next_observations)(const_cast<float*>(step.next_observations.data()), envs, dim);
+    out_.actions = decltype(out_.actions)(const_cast<std::int32_t*>(step.actions.data()), envs);
+    aliased_step_ = step;
+    aliased_ = true;
+  }
+  /// Whether alias_one_step() made the ring and output the step's Views.
+  bool aliases_step() const noexcept { return aliased_; }
+  /// The record's threads per env (kernels::NStepRecord::elements_per_env).
+  int record_elements_per_env() const noexcept {
+    return aliased_ ? 1 : static_cast<int>(ring_.observations.extent(2));
   }
 
   /// Whether the next push finishes a transition per env.
@@ -93,6 +136,14 @@ class NStepAccumulator {
   std::int64_t steps_ = 0;
   kernels::NStepRing<memory_space> ring_;
   TransitionBatch<memory_space> out_;
+  bool aliased_ = false;
+  StepRecord aliased_step_;
+
+  static bool same_views(const StepRecord& a, const StepRecord& b) {
+    return a.observations.data() == b.observations.data() && a.actions.data() == b.actions.data() &&
+           a.rewards.data() == b.rewards.data() && a.terminated.data() == b.terminated.data() &&
+           a.truncated.data() == b.truncated.data() && a.next_observations.data() == b.next_observations.data();
+  }
 
  public:
   /// The n-step windows in a trainer state (nstep.*); the push count is

@@ -4,7 +4,7 @@
 // FOXRL_CUDA_FUSED_ENV_STEP, FOXRL_ENV_STEP_IN_HEAD, FOXRL_CUDA_STACKED_ROWS,
 // FOXRL_CUDA_NARROW_INPUT, FOXRL_FLAT_UNIFORM_UPDATE, FOXRL_INSERT_IN_RECORD,
 // FOXRL_NORMALIZE_IN_SAMPLE, FOXRL_PAIRED_FORWARD, FOXRL_PAIRED_HEADS,
-// FOXRL_BOUNDARY_PER_SLOT):
+// FOXRL_BOUNDARY_PER_SLOT, FOXRL_ONE_STEP_ALIASED):
 // on unless set to "0",
 // so a user turns a fast path off for a comparison or to rule it out while
 // debugging; paths that measured slower, kept for comparison on other GPUs,
@@ -45,6 +45,14 @@ inline bool cuda_fused_allowed_by_environment() { return switch_on_in_environmen
 /// gives them the pool. Every backend. A trainer state keeps the layout it
 /// was written with: resume it under the same setting.
 inline bool boundary_per_slot_allowed_by_environment() { return switch_on_in_environment("FOXRL_BOUNDARY_PER_SLOT"); }
+
+/// FOXRL_ONE_STEP_ALIASED: with one-step returns (n_step 1) the
+/// collector's n-step ring and output are the env step's own buffers and
+/// the record writes only each env's flags, reward and discount, in the
+/// episode statistics' launch (NStepAccumulator::alias_one_step); "0"
+/// copies the step into the ring and output in a launch of its own. The
+/// same values and trainer-state bytes either way. Every backend.
+inline bool one_step_aliasing_allowed_by_environment() { return switch_on_in_environment("FOXRL_ONE_STEP_ALIASED"); }
 
 /// FOXRL_CUDA_ITERATION_GRAPH: the trainer's whole iteration as one graph
 /// (FOXRL_CUDA_GRAPHS=0 turns it off too; this one alone leaves the

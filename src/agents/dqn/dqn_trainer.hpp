@@ -381,7 +381,8 @@ class DqnTrainer {
   /// "foxrl::DqnTrainer::insert" phase of its own.
   bool inserts_in_record() const {
     return insert_in_record_ && replay_->insert_fits_one_team() &&
-           kernels::record_step_in_one_team(static_cast<int>(config_.num_envs), env_->obs_dim());
+           kernels::record_step_in_one_team(static_cast<int>(config_.num_envs),
+                                            collector_->nstep().record_elements_per_env());
   }
   /// Whether an iteration with updates advances the device clock inside its
   /// last priority update's launch (no "foxrl::IterationClock::advance"

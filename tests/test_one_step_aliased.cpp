@@ -116,7 +116,8 @@ TEMPLATE_TEST_CASE("an aliased one-step record equals the copying record, bit fo
       rewards[e] = c < 0.2 ? -0.0f : value(rng);
       negative_zeros += c < 0.2 ? 1 : 0;
       actions[e] = static_cast<std::int32_t>(rng() % 3);
-      const double end = t == 4 ? 0.0 : coin(rng);  // step 4: every episode ends
+      // Step 4: every episode terminates; step 6: every episode is truncated.
+      const double end = t == 4 ? 0.0 : t == 6 ? 0.12 : coin(rng);
       if (end < 0.1)
         terminated[e] = 1;
       else if (end < 0.15)

@@ -207,9 +207,9 @@ TEMPLATE_TEST_CASE("alias_one_step takes only n = 1 and the step's shape, and a 
   one_step.alias_one_step(buffers.record());
   REQUIRE(one_step.aliases_step());
   int launches = 0;
-  CHECK_THROWS_WITH(one_step.push_with(other.record(), foxrl::kernels::CounterRead::host(0),
-                                       [&](const auto&) { ++launches; }),
-                    Contains("other Views than the step it aliases"));
+  CHECK_THROWS_WITH(
+      one_step.push_with(other.record(), foxrl::kernels::CounterRead::host(0), [&](const auto&) { ++launches; }),
+      Contains("other Views than the step it aliases"));
   CHECK(launches == 0);
   CHECK(one_step.steps_pushed() == 0);
   CHECK(one_step.push_with(buffers.record(), foxrl::kernels::CounterRead::host(0), [&](const auto&) { ++launches; }));

@@ -52,8 +52,8 @@ class ExperienceCollector {
     // rides in the episode statistics' launch across teams.
     if (n_step == 1 && one_step_aliasing_allowed_by_environment()) {
       const auto& result = env.step_result();
-      nstep_.alias_one_step({acted_on_, actions_, result.rewards, result.terminated, result.truncated,
-                             result.next_observations});
+      nstep_.alias_one_step(
+          {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations});
     }
   }
 
@@ -131,8 +131,7 @@ class ExperienceCollector {
     const auto stats_step = stats_.step_of(result.rewards, result.terminated, result.truncated);
     return nstep_.push_with(
         {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed,
-        [&](const auto& record) {
+        nstep_pushed, [&](const auto& record) {
           kernels::record_step(space, stats_step, record, after, record_across_teams_ || record.one_step_aliased);
         });
   }

@@ -110,9 +110,7 @@ class NStepAccumulator {
   /// Whether alias_one_step() made the ring and output the step's Views.
   bool aliases_step() const noexcept { return aliased_; }
   /// The record's threads per env (kernels::NStepRecord::elements_per_env).
-  int record_elements_per_env() const noexcept {
-    return aliased_ ? 1 : static_cast<int>(ring_.observations.extent(2));
-  }
+  int record_elements_per_env() const noexcept { return aliased_ ? 1 : static_cast<int>(ring_.observations.extent(2)); }
 
   /// Whether the next push finishes a transition per env.
   bool will_emit() const noexcept { return steps_ + 1 >= n_; }

@@ -10,6 +10,7 @@
 #include "envs/episode_stats.hpp"
 #include "kernels/collect/record_step.hpp"
 #include "support/device_copy.hpp"
+#include "support/element_bits.hpp"
 #include "support/test_spaces.hpp"
 
 #include <catch2/catch.hpp>
@@ -22,24 +23,9 @@
 
 namespace {
 
+using foxrl::test::bits_of;
+using foxrl::test::device_bits;
 using foxrl::test::to_host;
-
-template <class V>
-std::vector<std::uint32_t> bits_of(const V& v) {
-  std::vector<std::uint32_t> out;
-  const auto* p = v.data();
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    std::uint32_t b = 0;
-    std::memcpy(&b, p + i, sizeof(p[i]) < sizeof b ? sizeof(p[i]) : sizeof b);
-    out.push_back(b);
-  }
-  return out;
-}
-
-template <class Exec, class V>
-std::vector<std::uint32_t> device_bits(const Exec& space, const V& v) {
-  return bits_of(to_host(space, v));
-}
 
 /// Host values into an existing device View of the same size.
 template <class Exec, class V, class T>

@@ -8,6 +8,7 @@
 #include "envs/episode_stats.hpp"
 #include "kernels/collect/record_step.hpp"
 #include "support/device_copy.hpp"
+#include "support/element_bits.hpp"
 #include "support/test_spaces.hpp"
 #include "views/collect/transition_batch.hpp"
 
@@ -21,26 +22,10 @@
 
 namespace {
 
+using foxrl::test::bits_of;
+using foxrl::test::device_bits;
 using foxrl::test::to_device;
 using foxrl::test::to_host;
-
-/// The bits of every element of `v` (a host View of any rank up to 3).
-template <class V>
-std::vector<std::uint32_t> bits_of(const V& v) {
-  std::vector<std::uint32_t> out;
-  const auto* p = v.data();
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    std::uint32_t b = 0;
-    std::memcpy(&b, p + i, sizeof(p[i]) < sizeof b ? sizeof(p[i]) : sizeof b);
-    out.push_back(b);
-  }
-  return out;
-}
-
-template <class Exec, class V>
-std::vector<std::uint32_t> device_bits(const Exec& space, const V& v) {
-  return bits_of(to_host(space, v));
-}
 
 /// Team work after the record: copies the transitions' returns the record
 /// emitted (all of them, so it sees the whole team's writes) and the

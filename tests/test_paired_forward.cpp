@@ -75,10 +75,6 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
     const auto layout = foxrl::NetworkLayout::dueling(c.obs, c.hidden, c.actions);
     const int B = c.batch, N = layout.head_outputs(), L = layout.num_layers;
     DYNAMIC_SECTION(layout.describe() << " batch " << B) {
-      foxrl::ParameterSet<Mem> online(space, layout, "foxrl::test::online");
-      foxrl::ParameterSet<Mem> target(space, layout, "foxrl::test::target");
-      foxrl::kernels::init_weights(space, online.flat, layout, 3, foxrl::InitScheme::torch_default);
-      foxrl::kernels::init_weights(space, target.flat, layout, 4, foxrl::InitScheme::torch_default);
       // [s; s'] in one buffer, as the replay's sample stacks them.
       const auto x = foxrl::test::random_values(std::size_t(2 * B) * c.obs, 7);
       const auto X = foxrl::test::to_device(space, x, 2 * B, c.obs);
@@ -100,6 +96,22 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
       const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
       foxrl::Mlp<Exec> online_net(space, layout, 2 * B, B, ops, scratch, "foxrl::test::online_net");
       foxrl::Mlp<Exec> target_net(space, layout, 2 * B, 0, ops, scratch, "foxrl::test::target_net");
+      // Both networks' parameters in one buffer, in the order of the two
+      // networks' first activation buffers: the batched product takes the
+      // weights and the outputs one fixed distance apart in the same order,
+      // and memory freed by an earlier section may be handed out again in
+      // any order (a learner allocates its buffers in a fresh process).
+      const foxrl::FlatParams<Mem> both(Kokkos::view_alloc(space, "foxrl::test::both"), 2 * layout.total);
+      const bool online_first = online_net.activation(0).data() < target_net.activation(0).data();
+      const auto half = [&](bool first) {
+        return Kokkos::subview(both, first ? std::make_pair(std::size_t(0), layout.total)
+                                           : std::make_pair(layout.total, 2 * layout.total));
+      };
+      struct {
+        foxrl::FlatParams<Mem> flat;
+      } online{half(online_first)}, target{half(!online_first)};
+      foxrl::kernels::init_weights(space, online.flat, layout, 3, foxrl::InitScheme::torch_default);
+      foxrl::kernels::init_weights(space, target.flat, layout, 4, foxrl::InitScheme::torch_default);
       const auto run = [&](bool paired, bool heads) {
         online_net.set_paired_forward(paired);
         online_net.set_paired_heads(heads);

@@ -67,12 +67,22 @@ void one_epoch_run(const std::string& env, const std::string& dir) {
 
 TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
-  INFO("env " << env);
-  const std::string whole = scratch_dir(env + "_whole"), split = scratch_dir(env + "_split");
+  // n_step 1: the collector's n-step ring is the env step's own buffers
+  // (NStepAccumulator::alias_one_step), so resuming writes the saved ring
+  // through them.
+  const std::int64_t n_step = GENERATE(3, 1);
+  INFO("env " << env << ", n_step " << n_step);
+  const std::string tag = env + "_n" + std::to_string(n_step);
+  const std::string whole = scratch_dir(tag + "_whole"), split = scratch_dir(tag + "_split");
+  const auto config = [&](const std::string& dir, std::int64_t epochs) {
+    auto c = tiny_config(env, dir, epochs);
+    c.n_step = n_step;
+    return c;
+  };
 
   foxrl::EpochRecord whole_1, whole_2;
   {
-    Trainer t(tiny_config(env, whole, 2));
+    Trainer t(config(whole, 2));
     t.set_run_id("resume-test");  // the id is in every file, compared byte for byte
     whole_1 = t.run_epoch();
     whole_2 = t.run_epoch();
@@ -81,14 +91,15 @@ TEST_CASE("resumed run matches the uninterrupted run bit for bit", "[resume]") {
   }
   foxrl::EpochRecord split_1, split_2;
   {
-    Trainer t(tiny_config(env, split, 1));
+    Trainer t(config(split, 1));
     t.set_run_id("resume-test");
     split_1 = t.run_epoch();
     t.save_checkpoint(split);
   }
   {
-    Trainer t(tiny_config(env, split, 2));
+    Trainer t(config(split, 2));
     t.resume(split);
+    CHECK(t.collector().nstep().aliases_step() == (n_step == 1));
     CHECK(t.run_id() == "resume-test");  // the checkpoint's
     CHECK(t.epoch() == 1);
     CHECK(t.updates() == split_1.updates);

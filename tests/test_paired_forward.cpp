@@ -5,7 +5,9 @@
 // including the backward that reads its activations. On CUDA the shared
 // calls must run for the CartPole and market shapes; elsewhere the two
 // forwards run and the results are theirs bit for bit. Both heads in one
-// launch give the two head kernels' bits.
+// launch give the two head kernels' bits. A learner's two networks pair
+// however its allocations came out.
+#include "agents/dqn/dqn_learner.hpp"
 #include "core/environment_switch.hpp"
 #include "core/execution_context.hpp"
 #include "kernels/nn/weight_init.hpp"
@@ -86,30 +88,23 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
         bool paired = false;
       };
       // The learner's pair of networks on one DenseOps (one cuBLAS handle),
-      // one pair for every variant: whether the layers pair depends on the
-      // two networks' buffers lying in the same address order, so networks
-      // allocated anew for each variant could take different paths.
+      // made as a learner makes them: both networks' parameters in one
+      // allocation and their activations in another, online first, so the
+      // layers pair wherever the allocator puts the two allocations.
       // `paired` false: the two forwards; `heads` false: the paired layers
       // with the two head kernels one after the other.
       auto ops = std::make_shared<foxrl::DenseOps<Exec>>(space, foxrl::DenseBackend::blas);
       const auto need = foxrl::Mlp<Exec>::scratch_need(layout, B);
       const foxrl::kernels::ReduceScratch<Mem> scratch(space, "foxrl::test::reduce", need.floats, need.tickets);
-      foxrl::Mlp<Exec> online_net(space, layout, 2 * B, B, ops, scratch, "foxrl::test::online_net");
-      foxrl::Mlp<Exec> target_net(space, layout, 2 * B, 0, ops, scratch, "foxrl::test::target_net");
-      // Both networks' parameters in one buffer, in the order of the two
-      // networks' first activation buffers: the batched product takes the
-      // weights and the outputs one fixed distance apart in the same order,
-      // and memory freed by an earlier section may be handed out again in
-      // any order (a learner allocates its buffers in a fresh process).
-      const foxrl::FlatParams<Mem> both(Kokkos::view_alloc(space, "foxrl::test::both"), 2 * layout.total);
-      const bool online_first = online_net.activation(0).data() < target_net.activation(0).data();
-      const auto half = [&](bool first) {
-        return Kokkos::subview(both, first ? std::make_pair(std::size_t(0), layout.total)
-                                           : std::make_pair(layout.total, 2 * layout.total));
-      };
+      // (No structured bindings: C++17 lambdas cannot capture them.)
+      auto nets = foxrl::Mlp<Exec>::pair(space, layout, 2 * B, B, 2 * B, 0, ops, scratch, "foxrl::test::online_net",
+                                         "foxrl::test::target_net");
+      auto& online_net = nets.first;
+      auto& target_net = nets.second;
+      const auto flats = foxrl::alloc_flat_pair(space, layout, "foxrl::test::both");
       struct {
         foxrl::FlatParams<Mem> flat;
-      } online{half(online_first)}, target{half(!online_first)};
+      } online{flats.first}, target{flats.second};
       foxrl::kernels::init_weights(space, online.flat, layout, 3, foxrl::InitScheme::torch_default);
       foxrl::kernels::init_weights(space, target.flat, layout, 4, foxrl::InitScheme::torch_default);
       const auto run = [&](bool paired, bool heads) {
@@ -219,4 +214,67 @@ TEMPLATE_TEST_CASE("the paired forward falls back to the two forwards where its 
   const std::vector<float> online_rows(h.data() + std::size_t(B) * N, h.data() + std::size_t(2 * B) * N);
   const std::vector<float> target_rows(t.data(), t.data() + std::size_t(B) * N);
   CHECK(foxrl::test::allclose(online_rows, target_rows, 1e-5, 1e-6));
+}
+
+TEMPLATE_TEST_CASE("a learner's two networks pair wherever the allocator puts their buffers", "[mlp][paired]",
+                   FOXRL_TEST_SPACES) {
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  using Learner = foxrl::DqnLearner<Exec>;
+  foxrl::ExecutionContext<Exec> context;
+  const auto& space = context.space();
+  constexpr bool cuda = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const bool offered =
+      cuda && foxrl::paired_forward_allowed_by_environment() && foxrl::gemm_epilogues_allowed_by_environment();
+  // The pipeline configs' update shapes (CartPole's and the market's), with
+  // the collectors' 4,096 inference rows.
+  const std::vector<Case> cases = {{4, {256, 256}, 2, 1024, true}, {65, {512, 512}, 3, 1024, true}};
+  for (const Case& c : cases) {
+    foxrl::DqnLearnerConfig config;
+    config.obs_dim = c.obs;
+    config.hidden = c.hidden;
+    config.num_actions = c.actions;
+    config.max_batch = c.batch;
+    config.max_inference_batch = 4096;
+    config.seed = 5;
+    const auto layout = foxrl::NetworkLayout::dueling(c.obs, c.hidden, c.actions);
+    const int B = c.batch;
+    const auto X =
+        foxrl::test::to_device(space, foxrl::test::random_values(std::size_t(2 * B) * c.obs, 11), 2 * B, c.obs);
+    const foxrl::ConstMatrix<Mem> s(X.data(), B, c.obs), s_next(X.data() + std::size_t(B) * c.obs, B, c.obs);
+    DYNAMIC_SECTION(layout.describe()) {
+      // Learners built among allocations freed in different orders (memory
+      // a pool hands out again, in whatever order): some kept alive, some
+      // dropped, with buffers of their sizes allocated and freed between.
+      std::vector<std::unique_ptr<Learner>> kept;
+      for (int round = 0; round < 6; ++round) {
+        {
+          std::vector<foxrl::FlatParams<Mem>> churn;
+          for (int k = 0; k < 4; ++k)
+            churn.emplace_back(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::test::churn"),
+                               (round % 2 == 0 ? layout.total : std::size_t(4096) * 512) * std::size_t(1 + k % 2));
+          if (round % 3 == 1) std::reverse(churn.begin(), churn.end());
+          while (!churn.empty()) churn.pop_back();
+        }
+        auto learner = std::make_unique<Learner>(space, config);
+        const auto& online = learner->online().flat;
+        const auto& target = learner->target().params().flat;
+        INFO("round " << round);
+        // The target's parameters right after the online network's, and
+        // every hidden layer's target activations above the online ones.
+        CHECK(target.data() == online.data() + foxrl::paired_flat_offset(layout));
+        for (int l = 0; l < layout.num_hidden(); ++l) {
+          const auto& a = learner->online_network().activation(l);
+          const auto& t = learner->target_network().activation(l);
+          CHECK(t.data() >= a.data() + a.extent(0) * a.extent(1));
+        }
+        // Where the library offers the paired products, the update takes them.
+        const bool pairs =
+            learner->online_network().pairs_with(space, online, learner->target_network(), target, s, s_next);
+        if (offered) CHECK(pairs);
+        if (!cuda) CHECK(!pairs);
+        if (round % 2 == 1) kept.push_back(std::move(learner));
+      }
+    }
+  }
 }

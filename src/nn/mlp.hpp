@@ -40,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace foxrl {
@@ -70,13 +71,74 @@ class Mlp {
   Mlp(const ExecSpace& space, const NetworkLayout& layout, int max_rows, int max_backward_rows,
       std::shared_ptr<DenseOps<ExecSpace>> ops, const kernels::ReduceScratch<memory_space>& scratch,
       const std::string& label)
-      : layout_(layout), ops_(std::move(ops)), scratch_(scratch), max_backward_rows_(max_backward_rows) {
-    if (!ops_) throw LogicError(label + ": no DenseOps");
+      : Mlp(space, layout, max_rows, max_backward_rows, std::move(ops), scratch, label, Activations()) {}
+
+  /// A learner's online and target networks (same layout and ops; max_rows
+  /// and max_backward_rows per network) whose hidden activations share one
+  /// allocation, the first network's below the second's: with their
+  /// parameters in one allocation too (alloc_flat_pair), the update's paired
+  /// products (forward_with_target) always find the two networks' operands
+  /// a fixed distance apart in the same order, instead of wherever the
+  /// allocator put buffers of their own.
+  static std::pair<Mlp, Mlp> pair(const ExecSpace& space, const NetworkLayout& layout, int first_max_rows,
+                                  int first_max_backward_rows, int second_max_rows, int second_max_backward_rows,
+                                  const std::shared_ptr<DenseOps<ExecSpace>>& ops,
+                                  const kernels::ReduceScratch<memory_space>& scratch, const std::string& first_label,
+                                  const std::string& second_label) {
+    check_rows(first_label, first_max_rows, first_max_backward_rows);
+    check_rows(second_label, second_max_rows, second_max_backward_rows);
+    // Each network's section starts 256 bytes aligned, as an allocation
+    // of its own would.
+    constexpr std::size_t align = 256 / sizeof(float);
+    const auto aligned = [](std::size_t n) { return (n + align - 1) / align * align; };
+    std::size_t floats = 0;
+    for (int l = 0; l < layout.num_hidden(); ++l)
+      floats += aligned(std::size_t(first_max_rows) * std::size_t(layout.layers[l].out)) +
+                aligned(std::size_t(second_max_rows) * std::size_t(layout.layers[l].out));
+    Activations first, second;
+    first.storage = second.storage = Kokkos::View<float*, memory_space>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, first_label + "+" + second_label + "::act"), floats);
+    float* at = first.storage.data();
+    for (int l = 0; l < layout.num_hidden(); ++l) {
+      const int width = layout.layers[l].out;
+      first.layers.push_back(matrix(at, first_max_rows, width));
+      at += aligned(std::size_t(first_max_rows) * std::size_t(width));
+      second.layers.push_back(matrix(at, second_max_rows, width));
+      at += aligned(std::size_t(second_max_rows) * std::size_t(width));
+    }
+    return {
+        Mlp(space, layout, first_max_rows, first_max_backward_rows, ops, scratch, first_label, std::move(first)),
+        Mlp(space, layout, second_max_rows, second_max_backward_rows, ops, scratch, second_label, std::move(second))};
+  }
+
+ private:
+  /// Hidden activations made elsewhere (pair()): one matrix per hidden
+  /// layer over `storage`, which they keep alive. Empty: allocate them.
+  struct Activations {
+    Kokkos::View<float*, memory_space> storage;
+    std::vector<matrix> layers;
+  };
+
+  static void check_rows(const std::string& label, int max_rows, int max_backward_rows) {
     if (max_rows <= 0 || max_backward_rows < 0 || max_backward_rows > max_rows)
       throw LogicError(label + ": need 0 < max_rows and 0 <= max_backward_rows <= max_rows, got " +
                        std::to_string(max_rows) + " and " + std::to_string(max_backward_rows));
-    for (int l = 0; l < layout_.num_hidden(); ++l)
-      act_.push_back(alloc(space, label + "::act" + std::to_string(l), max_rows, layout_.layers[l].out));
+  }
+
+  Mlp(const ExecSpace& space, const NetworkLayout& layout, int max_rows, int max_backward_rows,
+      std::shared_ptr<DenseOps<ExecSpace>> ops, const kernels::ReduceScratch<memory_space>& scratch,
+      const std::string& label, Activations given)
+      : layout_(layout),
+        ops_(std::move(ops)),
+        scratch_(scratch),
+        max_backward_rows_(max_backward_rows),
+        act_storage_(std::move(given.storage)),
+        act_(std::move(given.layers)) {
+    if (!ops_) throw LogicError(label + ": no DenseOps");
+    check_rows(label, max_rows, max_backward_rows);
+    if (act_.empty())
+      for (int l = 0; l < layout_.num_hidden(); ++l)
+        act_.push_back(alloc(space, label + "::act" + std::to_string(l), max_rows, layout_.layers[l].out));
     out_ = alloc(space, label + "::head", max_rows, layout_.head_outputs());
     if (max_backward_rows > 0) {
       int widest = 1;
@@ -97,6 +159,7 @@ class Mlp {
             ReluBitmask::bytes(max_backward_rows, layout_.layers[l].out));
   }
 
+ public:
   /// What backward's reductions need of a ReduceScratch for `rows` rows.
   static kernels::ScratchNeed scratch_need(const NetworkLayout& layout, int rows) {
     // Per column: the bias gradient, and the head's weight gradient or a
@@ -477,6 +540,9 @@ class Mlp {
   std::shared_ptr<DenseOps<ExecSpace>> ops_;
   kernels::ReduceScratch<memory_space> scratch_;
   int max_backward_rows_ = 0;
+  /// The allocation act_ views when pair() made it (shared with the other
+  /// network; empty otherwise).
+  Kokkos::View<float*, memory_space> act_storage_;
   std::vector<matrix> act_;
   matrix out_;
   Kokkos::View<float*, memory_space> d_act_[2];

@@ -26,6 +26,10 @@ class TargetNetwork {
   TargetNetwork(const ExecSpace& space, const NetworkLayout& layout, const std::string& label)
       : params_(space, layout, label) {}
 
+  /// The target over `params` (e.g. the second half of alloc_flat_pair,
+  /// beside the online network's parameters).
+  explicit TargetNetwork(const ParameterSet<memory_space>& params) : params_(params) {}
+
   /// target = online, element by element where online is finite (a hard
   /// copy that cannot carry a NaN or Inf of the online network over).
   void hard_update(const ExecSpace& space, const FlatParams<memory_space>& online) const {

@@ -5,11 +5,13 @@
 // of the same layout (element-wise kernels run over them in one launch);
 // who owns which is the learner's business, not this type's.
 
+#include "core/error.hpp"
 #include "views/nn/matrix.hpp"
 #include "views/nn/network_layout.hpp"
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -45,6 +47,31 @@ FlatParams<typename ExecSpace::memory_space> alloc_flat(const ExecSpace& space, 
   return FlatParams<typename ExecSpace::memory_space>(Kokkos::view_alloc(space, label), layout.total);
 }
 
+/// Floats from the start of a paired allocation (alloc_flat_pair) to its
+/// second buffer: `layout.total` rounded up to 256 bytes, the alignment the
+/// second buffer would have had in an allocation of its own.
+inline std::size_t paired_flat_offset(const NetworkLayout& layout) {
+  constexpr std::size_t floats = 256 / sizeof(float);
+  return (layout.total + floats - 1) / floats * floats;
+}
+
+/// Two flat buffers of `layout` in one zero-filled allocation, the first at
+/// the lower addresses, the second paired_flat_offset(layout) floats
+/// further. A learner's online and target networks live so: the update's
+/// paired products (Mlp::forward_with_target) take both networks' layers
+/// as one strided batch, which needs the same layer of the two a fixed
+/// distance apart and in a fixed order, whatever the allocator returned
+/// for buffers of their own. Each half is a tracked subview (the
+/// allocation lives while either does).
+template <class ExecSpace>
+std::pair<FlatParams<typename ExecSpace::memory_space>, FlatParams<typename ExecSpace::memory_space>> alloc_flat_pair(
+    const ExecSpace& space, const NetworkLayout& layout, const std::string& label) {
+  const std::size_t offset = paired_flat_offset(layout);
+  const FlatParams<typename ExecSpace::memory_space> both(Kokkos::view_alloc(space, label), offset + layout.total);
+  return {Kokkos::subview(both, std::make_pair(std::size_t(0), layout.total)),
+          Kokkos::subview(both, std::make_pair(offset, offset + layout.total))};
+}
+
 /// The parameters of one network: layout plus one flat View (a shared
 /// handle: copies refer to the same memory).
 template <class MemorySpace>
@@ -62,6 +89,13 @@ struct ParameterSet {
       : layout(layout_), flat(alloc_flat(space, layout_, label)) {
     static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible,
                   "ParameterSet: memory space not accessible from the execution space");
+  }
+
+  /// Over `flat_` (layout_.total floats, e.g. one half of alloc_flat_pair).
+  ParameterSet(const NetworkLayout& layout_, const FlatParams<MemorySpace>& flat_) : layout(layout_), flat(flat_) {
+    if (flat.extent(0) != layout.total)
+      throw LogicError("foxrl::ParameterSet: a flat buffer of " + std::to_string(flat.extent(0)) + " floats, layout " +
+                       layout.describe() + " needs " + std::to_string(layout.total));
   }
 
   /// Weight [out, in] of layer l.

@@ -60,6 +60,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -174,13 +175,22 @@ class DqnLearner {
                                                      std::max({relu.floats, loss.floats, norm}),
                                                      std::max<std::size_t>(relu.tickets, 1));
     }
-    online_ = ParameterSet<memory_space>(space, layout_, "foxrl::DqnLearner::online");
-    target_ = TargetNetwork<ExecSpace>(space, layout_, "foxrl::DqnLearner::target");
+    {
+      // Both networks' parameters in one allocation and their activations
+      // in another, online first: the update's paired products
+      // (Mlp::forward_with_target) need the two a fixed distance apart in
+      // the same order, which buffers of their own would have only where
+      // the allocator happened to hand them out so.
+      const auto [online_flat, target_flat] = alloc_flat_pair(space, layout_, "foxrl::DqnLearner::online+target");
+      online_ = ParameterSet<memory_space>(layout_, online_flat);
+      target_ = TargetNetwork<ExecSpace>(ParameterSet<memory_space>(layout_, target_flat));
+    }
     grads_ = alloc_flat(space, layout_, "foxrl::DqnLearner::grads");
     adam_ = AdamOptimizer<ExecSpace>(space, layout_.total, config_.adam(), "foxrl::DqnLearner");
-    online_net_ = Mlp<ExecSpace>(space, layout_, rows, B, ops_, reduce_, "foxrl::DqnLearner::online_net");
-    // 2 B rows: the paired forward runs the target's first layer over [s; s'].
-    target_net_ = Mlp<ExecSpace>(space, layout_, 2 * B, 0, ops_, reduce_, "foxrl::DqnLearner::target_net");
+    // 2 B rows for the target: the paired forward runs its first layer over [s; s'].
+    std::tie(online_net_, target_net_) =
+        Mlp<ExecSpace>::pair(space, layout_, rows, B, 2 * B, 0, ops_, reduce_, "foxrl::DqnLearner::online_net",
+                             "foxrl::DqnLearner::target_net");
     d_head_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::d_head"), B,
                      layout_.head_outputs());
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), B);
@@ -587,6 +597,10 @@ class DqnLearner {
   }
   const ParameterSet<memory_space>& online() const { return online_; }
   const TargetNetwork<ExecSpace>& target() const { return target_; }
+  /// The networks the update runs the online and target parameters through
+  /// (their activations; Mlp::pairs_with says whether an update pairs).
+  const Mlp<ExecSpace>& online_network() const { return online_net_; }
+  const Mlp<ExecSpace>& target_network() const { return target_net_; }
   /// The flat gradient View compute_gradients() fills.
   const FlatParams<memory_space>& gradients() const { return grads_; }
   const AdamOptimizer<ExecSpace>& optimizer() const { return adam_; }

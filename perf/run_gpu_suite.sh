@@ -6,8 +6,9 @@
 # machine in the same call.
 #   Kokkos_ROOT=... perf/run_gpu_suite.sh OUTDIR [STAGES]
 # STAGES is a comma list out of build,tests,bench,pytorch,learn,epoch,data,
-# peers,regress,trace,profile (default: all but regress, trace and profile);
-# trace records the warm iteration graph's nodes (--kernel-trace); they run in
+# peers,regress,trace,roofline,profile (default: all but regress, trace,
+# roofline and profile); trace records the warm iteration graph's nodes
+# (--kernel-trace), roofline each node's bytes, FLOPs and floor (ncu); they run in
 # that order, so the diagnostic profile cannot crowd out a measurement under
 # DEADLINE. bench times the three pipeline configs (market-throughput,
 # cartpole-throughput, cartpole-learn) in us per iteration as perf/README.md
@@ -112,6 +113,22 @@ if want trace; then
       { note "trace $cfg failed: $(tail -1 "$logs/trace_$cfg.err")"; continue; }
     python3 perf/kernel_trace.py "$logs/trace_$cfg.csv" "$cfg" | tee -a "$summary"
     python3 perf/kernel_trace.py --json "$logs/trace_$cfg.csv" "$cfg" >> "$out/kernel_trace.jsonl"
+  done
+fi
+if want roofline; then
+  # Per graph node of the replayed iteration: cold time, DRAM bytes, fp32
+  # FLOPs, floor and issue 13's bar (ncu, each node replayed alone with its
+  # caches flushed; perf/ncu_summary.py). The window starts past every
+  # config's buffer fill and holds two iterations of the largest graph.
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  case "$gpu" in *H100*) hbm=3.35 ;; *H200*) hbm=4.8 ;; *) hbm=4.8; note "roofline: HBM peak of $gpu unknown, 4.8 TB/s assumed" ;; esac
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  for op in ffma fadd fmul; do metrics+=",smsp__sass_thread_inst_executed_op_${op}_pred_on.sum"; done
+  for cfg in ${ROOFLINE_CONFIGS:-market-throughput cartpole-throughput cartpole-learn cartpole-throughput-uniform cartpole-learn-peers}; do
+    timeout 300 ncu --graph-profiling node --clock-control none --metrics "$metrics" --csv --launch-skip 12000 \
+      --launch-count 60 "$bin/perf/foxrl_bench_pipeline" --config "perf/configs/$cfg.json" --iterations 4000 \
+      --repeats 1 > "$logs/roofline_$cfg.csv" 2> "$logs/roofline_$cfg.err" || note "roofline $cfg failed ($?)"
+    python3 perf/ncu_summary.py --hbm-tbps "$hbm" "$logs/roofline_$cfg.csv" "$cfg" | tee -a "$summary"
   done
 fi
 if want profile; then

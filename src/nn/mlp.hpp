@@ -87,14 +87,11 @@ class Mlp {
                                   const std::string& second_label) {
     check_rows(first_label, first_max_rows, first_max_backward_rows);
     check_rows(second_label, second_max_rows, second_max_backward_rows);
-    // Each network's section starts 256 bytes aligned, as an allocation
-    // of its own would.
-    constexpr std::size_t align = 256 / sizeof(float);
-    const auto aligned = [](std::size_t n) { return (n + align - 1) / align * align; };
+    // Each network's section starts aligned as an allocation of its own would.
     std::size_t floats = 0;
     for (int l = 0; l < layout.num_hidden(); ++l)
-      floats += aligned(std::size_t(first_max_rows) * std::size_t(layout.layers[l].out)) +
-                aligned(std::size_t(second_max_rows) * std::size_t(layout.layers[l].out));
+      floats += allocation_aligned_floats(std::size_t(first_max_rows) * std::size_t(layout.layers[l].out)) +
+                allocation_aligned_floats(std::size_t(second_max_rows) * std::size_t(layout.layers[l].out));
     Activations first, second;
     first.storage = second.storage = Kokkos::View<float*, memory_space>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, first_label + "+" + second_label + "::act"), floats);
@@ -102,9 +99,9 @@ class Mlp {
     for (int l = 0; l < layout.num_hidden(); ++l) {
       const int width = layout.layers[l].out;
       first.layers.push_back(matrix(at, first_max_rows, width));
-      at += aligned(std::size_t(first_max_rows) * std::size_t(width));
+      at += allocation_aligned_floats(std::size_t(first_max_rows) * std::size_t(width));
       second.layers.push_back(matrix(at, second_max_rows, width));
-      at += aligned(std::size_t(second_max_rows) * std::size_t(width));
+      at += allocation_aligned_floats(std::size_t(second_max_rows) * std::size_t(width));
     }
     return {
         Mlp(space, layout, first_max_rows, first_max_backward_rows, ops, scratch, first_label, std::move(first)),

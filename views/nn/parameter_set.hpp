@@ -47,13 +47,17 @@ FlatParams<typename ExecSpace::memory_space> alloc_flat(const ExecSpace& space, 
   return FlatParams<typename ExecSpace::memory_space>(Kokkos::view_alloc(space, label), layout.total);
 }
 
-/// Floats from the start of a paired allocation (alloc_flat_pair) to its
-/// second buffer: `layout.total` rounded up to 256 bytes, the alignment the
-/// second buffer would have had in an allocation of its own.
-inline std::size_t paired_flat_offset(const NetworkLayout& layout) {
-  constexpr std::size_t floats = 256 / sizeof(float);
-  return (layout.total + floats - 1) / floats * floats;
+/// `floats` rounded up to a whole number of 256-byte blocks: where a buffer
+/// placed after them inside one allocation starts with the alignment an
+/// allocation of its own would have had.
+inline std::size_t allocation_aligned_floats(std::size_t floats) {
+  constexpr std::size_t block = 256 / sizeof(float);
+  return (floats + block - 1) / block * block;
 }
+
+/// Floats from the start of a paired allocation (alloc_flat_pair) to its
+/// second buffer: `layout.total`, allocation-aligned.
+inline std::size_t paired_flat_offset(const NetworkLayout& layout) { return allocation_aligned_floats(layout.total); }
 
 /// Two flat buffers of `layout` in one zero-filled allocation, the first at
 /// the lower addresses, the second paired_flat_offset(layout) floats

@@ -27,10 +27,10 @@
 // summarises it: per iteration the GPU span, the time kernels ran and the
 // gaps between them, and each node's warm time in place. The fences
 // separate the iterations; they are not in the timed windows.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "core/host_mirror.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "kernel_trace.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 

@@ -61,9 +61,9 @@ expect_error(2 "short_long.txt:2: action .2. is not an integer in \\[0, 2\\)"
              rollout --env market --positions long_only --actions ${WORK}/short_long.txt --out ${WORK}/x.csv)
 expect_error(2 "--positions"
              rollout --env market --positions long --actions ${ACTIONS} --out ${WORK}/x.csv)
-expect_error(2 "synthetic:regime: 100 bars, too few for --episode-length 1000 after the lookback of --window 64"
+expect_error(2 "synthetic:regime: the split of bars \\[0, 100\\) is too short for episodes of 1000 bars \\(episode_length\\) after a lookback of 64 bars \\(window 64\\)"
              rollout --env market --bars 100 --actions ${ACTIONS} --out ${WORK}/x.csv)
-expect_error(2 "--initial-state '1,2,x\\\\n': expected four finite numbers"
+expect_error(2 "--initial-state '1,2,x\\\\n': expected comma-separated finite numbers"
              rollout --env cartpole --initial-state "1,2,x\n" --actions ${ACTIONS} --out ${WORK}/x.csv)
 
 # --- market CSV files ---------------------------------------------------------

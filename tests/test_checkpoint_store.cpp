@@ -6,8 +6,8 @@
 #include "core/error.hpp"
 #include "io/crc32c.hpp"
 #include "io/safetensors.hpp"
-#include "run/checkpoint_store.hpp"
-#include "run/training_run.hpp"
+#include "train/checkpoint_store.hpp"
+#include "train/training_run.hpp"
 
 #include <catch2/catch.hpp>
 

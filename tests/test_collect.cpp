@@ -1,12 +1,12 @@
 // foxrl collect: a recorded dataset is what stepping the env with the
 // recorded actions gives (the rollout reference), loads as safetensors with
 // its metadata, and a greedy dataset's actions are the checkpoint's argmax.
-#include "agents/dqn/dqn_trainer.hpp"
-#include "collect/collect.hpp"
 #include "core/execution_context.hpp"
 #include "envs/rollout.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "io/safetensors.hpp"
 #include "support/test_spaces.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -45,7 +45,7 @@ TEMPLATE_TEST_CASE("collected CartPole dataset matches the rollout of its action
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   foxrl::CollectOptions o;
-  o.config.env = foxrl::EnvKind::cartpole;
+  o.config.env = "cartpole";
   o.config.num_envs = 3;
   o.config.seed = 5;
   o.transitions = 301;  // the last iteration records one env only
@@ -81,8 +81,8 @@ TEMPLATE_TEST_CASE("collected CartPole dataset matches the rollout of its action
   CHECK(explored[0] > 100);  // uniform random actions
   CHECK(explored[1] > 100);
   foxrl::RolloutOptions ro;
-  ro.env = foxrl::EnvKind::cartpole;
-  ro.seed = 5;
+  ro.config.env = "cartpole";
+  ro.config.seed = 5;
   const auto trace = foxrl::rollout(context.space(), ro, env0);
   REQUIRE(trace.size() == env0.size());
   int episodes = 0;
@@ -108,7 +108,7 @@ TEST_CASE("greedy dataset takes the checkpoint's argmax actions", "[collect]") {
   const std::string dir = scratch_path("run");
   fs::create_directories(dir);
   foxrl::TrainConfig c;
-  c.env = foxrl::EnvKind::market;
+  c.env = "market";
   c.num_envs = 4;
   c.hidden = {16};
   c.batch_size = 16;

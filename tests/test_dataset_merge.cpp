@@ -1,9 +1,9 @@
 // `foxrl dataset merge`: rows concatenated in order, episodes cut (never
 // joined) at the end of every part but the last, metadata of the merge,
 // and refusals naming the file for datasets of different envs.
-#include "collect/collect.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "offline/dataset_file.hpp"
 #include "offline/dataset_merge.hpp"
 #include "offline/dataset_statistics.hpp"
@@ -18,14 +18,14 @@
 
 namespace {
 
-std::string collect(const foxrl::test::TempDir& dir, const std::string& name, foxrl::EnvKind env, int envs,
+std::string collect(const foxrl::test::TempDir& dir, const std::string& name, std::string env, int envs,
                     std::int64_t steps, std::uint64_t seed) {
   foxrl::ExecutionContext<> context(seed);
   foxrl::CollectOptions o;
   o.config.env = env;
   o.config.num_envs = envs;
   o.config.seed = seed;
-  if (env == foxrl::EnvKind::market) {
+  if (env == "market") {
     o.config.synthetic_bars = 2000;
     o.config.window = 8;
   }
@@ -47,8 +47,8 @@ std::vector<T> values(const foxrl::DatasetFile& d, const std::string& name) {
 
 TEST_CASE("dataset merge: rows in order, episodes cut at part ends, statistics of the parts", "[offline][merge]") {
   foxrl::test::TempDir dir;
-  const std::string a = collect(dir, "a.safetensors", foxrl::EnvKind::cartpole, 4, 400, 3);
-  const std::string b = collect(dir, "b.safetensors", foxrl::EnvKind::cartpole, 4, 240, 4);
+  const std::string a = collect(dir, "a.safetensors", "cartpole", 4, 400, 3);
+  const std::string b = collect(dir, "b.safetensors", "cartpole", 4, 240, 4);
   const std::string out = dir.file("merged.safetensors");
   const auto summary = foxrl::merge_datasets({a, b}, out);
   CHECK(summary.transitions == 640);
@@ -90,9 +90,9 @@ TEST_CASE("dataset merge: rows in order, episodes cut at part ends, statistics o
 
 TEST_CASE("dataset merge: refuses one input and datasets of different envs", "[offline][merge]") {
   foxrl::test::TempDir dir;
-  const std::string a = collect(dir, "a.safetensors", foxrl::EnvKind::cartpole, 4, 40, 3);
-  const std::string b = collect(dir, "b.safetensors", foxrl::EnvKind::cartpole, 2, 40, 3);
-  const std::string m = collect(dir, "m.safetensors", foxrl::EnvKind::market, 4, 40, 3);
+  const std::string a = collect(dir, "a.safetensors", "cartpole", 4, 40, 3);
+  const std::string b = collect(dir, "b.safetensors", "cartpole", 2, 40, 3);
+  const std::string m = collect(dir, "m.safetensors", "market", 4, 40, 3);
   CHECK_THROWS_WITH(foxrl::merge_datasets({a}, dir.file("o1")), Catch::Contains("at least two"));
   CHECK_THROWS_WITH(foxrl::merge_datasets({a, m}, dir.file("o2")),
                     Catch::Contains("m.safetensors") && Catch::Contains("env market"));

@@ -7,9 +7,9 @@
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
 #include "dist/replica_check.hpp"
-#include "run/run_manifest.hpp"
 #include "support/device_copy.hpp"
 #include "support/test_spaces.hpp"
+#include "train/run_manifest.hpp"
 
 #include <catch2/catch.hpp>
 

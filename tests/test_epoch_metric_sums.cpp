@@ -3,9 +3,9 @@
 // device (the last update of an iteration inside the clock's launch); the
 // reference reads every update's metrics back on the host from a second,
 // identical run and takes the means in float64 in the same order.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

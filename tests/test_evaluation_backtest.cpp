@@ -5,7 +5,7 @@
 #include "core/execution_context.hpp"
 #include "market/market_data.hpp"
 #include "market/market_evaluation.hpp"
-#include "run/setup.hpp"
+#include "train/run_spec.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -111,7 +111,7 @@ TEST_CASE("continuous backtest: one episode over the whole split, the env's rewa
   config.batch_size = 8;
   config.buffer_capacity = 64;
   const foxrl::RunSpec spec = foxrl::run_spec(config);
-  const auto market = foxrl::make_market(space, config, spec);
+  const auto market = foxrl::MarketEnv<Exec>::make_data(space, config);
   foxrl::DqnLearner<Exec> learner(space, foxrl::inference_learner_config(spec, 4));
   auto adapter = foxrl::make_adapter(space, spec);
   const foxrl::MarketSplit split = market.data.splits.test;

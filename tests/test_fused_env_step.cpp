@@ -6,10 +6,10 @@
 //   FOXRL_CUDA_FUSED_ENV_STEP): a few envs, CUDA builds only;
 // - inside the head kernel's launch (FOXRL_ENV_STEP_IN_HEAD): more envs
 //   than the fused forward takes, every backend.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "support/device_copy.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <catch2/catch.hpp>
@@ -23,7 +23,7 @@ namespace {
 
 foxrl::TrainConfig cartpole_envs(int num_envs) {
   foxrl::TrainConfig c;
-  c.env = foxrl::parse_env_kind("cartpole");
+  c.env = "cartpole";
   c.num_envs = num_envs;
   c.hidden = {32, 32};
   c.batch_size = 32;

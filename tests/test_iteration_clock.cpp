@@ -1,5 +1,5 @@
 // The trainer's iteration reads its per-iteration counters from the device
-// clock (agents/dqn/iteration_clock.hpp): the env step behind epsilon and
+// clock (train/iteration_clock.hpp): the env step behind epsilon and
 // the exploration draws, the n-step push count, the replay's insert count
 // and sample calls, the update count behind beta. The reference here is
 // the same components driven the way they were before the clock existed:
@@ -9,14 +9,14 @@
 // normaliser), through iterations that collect only, insert, update twice
 // (train_every 2), copy the target (every 3 updates), wrap the replay ring
 // and evict boundary rows (the tiny config).
-#include "agents/dqn/dqn_trainer.hpp"
 #include "io/safetensors.hpp"
 #include "kernels/envs/episode_stats_kernels.hpp"
-#include "run/trainer_state.hpp"
 #include "support/env_test_util.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
+#include "train/dqn_trainer.hpp"
+#include "train/trainer_state.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,12 +6,12 @@
 // count and update count), hard target copies in some of them, replay
 // wrap-around and boundary evictions (the tiny config). Host backends run
 // the same clock-driven launches without a graph.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "support/env_test_util.hpp"
 #include "support/same_checkpoint.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

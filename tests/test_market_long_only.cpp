@@ -11,9 +11,9 @@
 #include "market/market_env.hpp"
 #include "market/market_evaluation.hpp"
 #include "offline/dataset_metadata.hpp"
-#include "run/setup.hpp"
 #include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
+#include "train/run_spec.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -59,7 +59,7 @@ TEST_CASE("positions key: parsed, documented, omitted from a default config, mar
   CHECK(spec.market_env.min_position() == 0);
   CHECK_THROWS_WITH(config.apply_overrides({"positions=both"}), Catch::Contains("positions"));
   foxrl::TrainConfig cartpole;
-  cartpole.env = foxrl::EnvKind::cartpole;
+  cartpole.env = "cartpole";
   CHECK_THROWS_WITH(cartpole.apply_overrides({"positions=long_only"}), Catch::Contains("market env only"));
   CHECK(std::string(foxrl::position_action_name(foxrl::PositionSet::long_only, 0)) == "flat");
   CHECK(std::string(foxrl::position_action_name(foxrl::PositionSet::long_only, 1)) == "long");

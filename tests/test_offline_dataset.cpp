@@ -2,9 +2,9 @@
 // (the library call the command makes) and a hand-built one load into
 // device Views that hold exactly the file's values, with the metadata
 // parsed; the load stays on the run's instance.
-#include "collect/collect.hpp"
 #include "core/execution_context.hpp"
 #include "core/kokkos_tools_audit.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "io/safetensors.hpp"
 #include "offline/offline_dataset.hpp"
 #include "support/dataset_builder.hpp"
@@ -45,7 +45,7 @@ TEMPLATE_TEST_CASE("offline dataset: a collected CartPole dataset loads with eve
   const auto& space = context.space();
   foxrl::test::TempDir dir;
   foxrl::CollectOptions o;
-  o.config.env = foxrl::EnvKind::cartpole;
+  o.config.env = "cartpole";
   o.config.num_envs = 3;
   o.config.seed = 11;
   o.transitions = 301;  // a partial last iteration
@@ -76,7 +76,7 @@ TEMPLATE_TEST_CASE("offline dataset: a collected CartPole dataset loads with eve
   check("truncated", view_bytes(foxrl::test::to_host(space, s.truncated)));
 
   const auto& m = dataset.metadata();
-  CHECK(m.env == foxrl::EnvKind::cartpole);
+  CHECK(m.env == "cartpole");
   CHECK(m.obs_dim == 4);
   CHECK(m.num_actions == 2);
   CHECK(m.num_envs == 3);

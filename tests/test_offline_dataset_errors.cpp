@@ -219,10 +219,10 @@ TEST_CASE("dataset load: missing or malformed metadata is named by key", "[offli
     std::string expected;
   };
   foxrl::TrainConfig market;
-  market.env = foxrl::EnvKind::market;
+  market.env = "market";
   market.num_envs = 2;
   foxrl::TrainConfig four_envs;
-  four_envs.env = foxrl::EnvKind::cartpole;
+  four_envs.env = "cartpole";
   four_envs.num_envs = 4;
   const std::vector<Case> cases = {
       {"format", "", "metadata 'format': missing"},
@@ -230,7 +230,7 @@ TEST_CASE("dataset load: missing or malformed metadata is named by key", "[offli
       {"format_version", "", "metadata 'format_version': missing"},
       {"format_version", "2", "metadata 'format_version': '2', this foxrl reads version 1"},
       {"env", "", "metadata 'env': missing"},
-      {"env", "pong", "metadata 'env': 'pong': expected cartpole or market"},
+      {"env", "pong", "metadata 'env': 'pong': not a registered env (cartpole, market"},
       {"obs_dim", "", "metadata 'obs_dim': missing"},
       {"obs_dim", "four", "metadata 'obs_dim': 'four' is not an integer in [1, "},
       {"num_actions", "0", "metadata 'num_actions': '0' is not an integer in [1, "},

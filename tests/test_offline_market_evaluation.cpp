@@ -6,17 +6,17 @@
 // learner, priced in float64 here, and against evaluate_market on the same
 // learner (the function `foxrl train` calls). Each evaluated epoch adds
 // the validation split's backtest to the metrics.
-#include "collect/collect.hpp"
 #include "core/compat.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "kernels/market/features.hpp"
 #include "market/market_evaluation.hpp"
-#include "offline/offline_training_run.hpp"
-#include "run/checkpoint_store.hpp"
-#include "run/run_manifest.hpp"
-#include "run/training_run.hpp"
 #include "support/env_test_util.hpp"
 #include "support/tiny_trainer_config.hpp"
+#include "train/checkpoint_store.hpp"
+#include "train/offline_training_run.hpp"
+#include "train/run_manifest.hpp"
+#include "train/training_run.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -68,7 +68,7 @@ std::string market_dataset(const foxrl::test::TempDir& dir) {
 std::string cartpole_dataset(const foxrl::test::TempDir& dir) {
   foxrl::ExecutionContext<> context(7);
   foxrl::CollectOptions o;
-  o.config.env = foxrl::EnvKind::cartpole;
+  o.config.env = "cartpole";
   o.config.num_envs = 4;
   o.transitions = 400;
   o.out_path = dir.file("cartpole.safetensors");

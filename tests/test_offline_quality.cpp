@@ -16,16 +16,16 @@
 // Every run goes through OfflineTrainingRun (the `foxrl train-offline`
 // pipeline), evaluated on 100 greedy episodes after the last update.
 #include "collect/action_selector.hpp"
-#include "collect/collect.hpp"
 #include "collect/dataset_recorder.hpp"
+#include "config/offline_train_config.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "offline/dataset_file.hpp"
 #include "offline/dataset_merge.hpp"
 #include "offline/dataset_statistics.hpp"
-#include "offline/offline_train_config.hpp"
-#include "offline/offline_training_run.hpp"
-#include "run/setup.hpp"
 #include "support/env_test_util.hpp"
+#include "train/offline_training_run.hpp"
+#include "train/run_spec.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -78,11 +78,11 @@ std::string scripted_dataset(const std::string& path, const LinearController& co
   foxrl::ExecutionContext<Exec> context(seed);
   const Exec& space = context.space();
   foxrl::TrainConfig config;
-  config.env = foxrl::EnvKind::cartpole;
+  config.env = "cartpole";
   config.num_envs = num_envs;
   config.seed = seed;
-  const foxrl::RunSpec spec = foxrl::run_spec(config);
-  foxrl::VectorEnv<Exec> env = foxrl::make_vector_env(space, spec, seed);
+  const foxrl::EnvData<Exec> data(space, config);
+  foxrl::VectorEnv<Exec> env = foxrl::make_vector_env(space, config, data, num_envs, seed);
   foxrl::EpsilonSchedule schedule;
   schedule.start = schedule.end = epsilon;
   foxrl::ActionSelector<Exec> selector(env.num_actions(), seed, schedule);
@@ -119,7 +119,7 @@ std::string scripted_dataset(const std::string& path, const LinearController& co
 std::string random_dataset(const std::string& path, int num_envs, std::int64_t transitions, std::uint64_t seed) {
   foxrl::ExecutionContext<Exec> context(seed);
   foxrl::CollectOptions o;
-  o.config.env = foxrl::EnvKind::cartpole;
+  o.config.env = "cartpole";
   o.config.num_envs = num_envs;
   o.config.seed = seed;
   o.transitions = transitions;

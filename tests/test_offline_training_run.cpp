@@ -1,18 +1,18 @@
 // `foxrl train-offline` as a library run: its config table, the epoch
 // loop's metric sums, the run directory (logs, metrics, checkpoint
 // generations, refusals), and resume, which must continue bit for bit.
-#include "collect/collect.hpp"
+#include "config/offline_train_config.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "io/safetensors.hpp"
 #include "kernels/offline/metric_sums.hpp"
-#include "offline/offline_manifest.hpp"
-#include "offline/offline_train_config.hpp"
-#include "offline/offline_training_run.hpp"
 #include "support/dataset_builder.hpp"
 #include "support/env_test_util.hpp"
 #include "support/test_spaces.hpp"
+#include "train/offline_manifest.hpp"
+#include "train/offline_training_run.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -39,7 +39,7 @@ std::string slurp(const std::string& path) {
 std::string cartpole_dataset(const foxrl::test::TempDir& dir, std::int64_t steps) {
   foxrl::ExecutionContext<> context(7);
   foxrl::CollectOptions o;
-  o.config.env = foxrl::EnvKind::cartpole;
+  o.config.env = "cartpole";
   o.config.num_envs = 4;
   o.config.seed = 7;
   o.transitions = steps;

@@ -19,16 +19,17 @@ TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium
   using Exec = TestType;
   foxrl::ExecutionContext<Exec> context;
   foxrl::RolloutOptions options;
-  options.env = foxrl::EnvKind::cartpole;
-  options.seed = 9;
-  options.initial_state = std::array<float, 4>{0.01f, -0.02f, 0.03f, 0.04f};
+  options.config.env = "cartpole";
+  options.config.seed = 9;
+  options.initial_state = {0.01f, -0.02f, 0.03f, 0.04f};
   // Push right until the pole falls past 12 degrees, then keep going into the next episode.
   std::vector<std::int32_t> actions(40, 1);
   const auto trace = foxrl::rollout(context.space(), options, actions);
   REQUIRE(trace.size() == actions.size());
   REQUIRE(trace.obs_dim == 4);
   for (int k = 0; k < 4; ++k)
-    CHECK(trace.observations[static_cast<std::size_t>(k)] == (*options.initial_state)[static_cast<std::size_t>(k)]);
+    CHECK(trace.observations[static_cast<std::size_t>(k)] ==
+          static_cast<float>(options.initial_state[static_cast<std::size_t>(k)]));
   bool seen_termination = false;
   for (std::size_t step = 0; step + 1 < trace.size(); ++step) {
     double s[4];
@@ -51,8 +52,8 @@ TEMPLATE_TEST_CASE("CartPole rollout from an initial state follows the Gymnasium
 TEST_CASE("rollout writes the expected CSV and validates the action file", "[rollout]") {
   foxrl::test::TempDir dir;
   foxrl::RolloutOptions options;
-  options.env = foxrl::EnvKind::cartpole;
-  options.seed = 4;
+  options.config.env = "cartpole";
+  options.config.seed = 4;
   options.actions_path = dir.write("actions.txt", "# a comment\n0\n1\n\n1\n0\n");
   options.out_path = dir.file("out.csv");
   const auto trace = foxrl::run_rollout(options);
@@ -97,25 +98,34 @@ TEST_CASE("rollout writes the expected CSV and validates the action file", "[rol
                                           "\xEF\xBB\xBF"
                                           "1\n0\n"),
                                 2) == std::vector<std::int32_t>{1, 0});
-  CHECK_THROWS_AS(foxrl::parse_initial_state("1,2,3"), foxrl::UsageError);
   CHECK_THROWS_AS(foxrl::parse_initial_state("1,2,3,nan"), foxrl::UsageError);
+  CHECK_THROWS_AS(foxrl::parse_initial_state(""), foxrl::UsageError);
   const auto s = foxrl::parse_initial_state(" 0.5, -1 ,2e-2,0");
-  CHECK(s[0] == 0.5f);
-  CHECK(s[1] == -1.0f);
-  CHECK(s[2] == 0.02f);
+  REQUIRE(s.size() == 4);
+  CHECK(s[0] == 0.5);
+  CHECK(s[1] == -1.0);
+  CHECK(s[2] == 0.02);
+  // The env takes as many values as it has state variables.
+  {
+    foxrl::RolloutOptions three;
+    three.config.env = "cartpole";
+    three.actions_path = dir.write("one.txt", "1\n");
+    three.initial_state = foxrl::parse_initial_state("1,2,3");
+    CHECK_THROWS_WITH(foxrl::run_rollout(three), Catch::Contains("takes 4 numbers x,x_dot,theta,theta_dot, got 3"));
+  }
 
   // Market rollout on the synthetic series: rewards use the next bar's return.
-  options.env = foxrl::EnvKind::market;
+  options.config.env = "market";
   options.actions_path = dir.write("m.txt", "2\n2\n0\n1\n");
-  options.market.episode_length = 3;
-  options.synthetic = "benchmark";
-  options.synthetic_bars = 500;
+  options.config.episode_length = 3;
+  options.config.synthetic = "benchmark";
+  options.config.synthetic_bars = 500;
   const auto market_trace = foxrl::run_rollout(options);
   REQUIRE(market_trace.size() == 4);
   CHECK(market_trace.obs_dim == 65);
   CHECK(market_trace.truncated[2] == 1);
   CHECK(market_trace.observations[64] == 0.0f);       // flat at the start
   CHECK(market_trace.observations[65 + 64] == 1.0f);  // long after action 2
-  options.initial_state = std::array<float, 4>{0, 0, 0, 0};
+  options.initial_state = {0, 0, 0, 0};
   CHECK_THROWS_AS(foxrl::run_rollout(options), foxrl::UsageError);
 }

@@ -1,11 +1,11 @@
-// The run setup (run/setup.hpp) is the one path from a TrainConfig to the
+// The run setup (train/run_spec.hpp) is the one path from a TrainConfig to the
 // components: the trainer, the Policy of `foxrl infer` / `foxrl collect`
 // and the spec `foxrl eval` rebuilds from checkpoint.json agree on the
 // observation size, the feature window and the normaliser's mask.
-#include "agents/dqn/dqn_trainer.hpp"
-#include "run/policy.hpp"
-#include "run/run_manifest.hpp"
-#include "run/setup.hpp"
+#include "evaluate/policy.hpp"
+#include "train/dqn_trainer.hpp"
+#include "train/run_manifest.hpp"
+#include "train/run_spec.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,7 +19,7 @@ namespace {
 using Exec = Kokkos::DefaultHostExecutionSpace;
 namespace fs = std::filesystem;
 
-foxrl::TrainConfig small_config(foxrl::EnvKind env, const std::string& features, const std::string& out_dir) {
+foxrl::TrainConfig small_config(std::string env, const std::string& features, const std::string& out_dir) {
   foxrl::TrainConfig c;
   c.env = env;
   c.features = features;
@@ -40,13 +40,12 @@ foxrl::TrainConfig small_config(foxrl::EnvKind env, const std::string& features,
 }  // namespace
 
 TEST_CASE("the run setup gives train, policy and eval the same components", "[setup]") {
-  const auto env = GENERATE(foxrl::EnvKind::cartpole, foxrl::EnvKind::market);
+  const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   const std::string features = GENERATE(std::string("returns"), std::string("ohlcv"));
-  if (env == foxrl::EnvKind::cartpole && features == "ohlcv") return;  // features are the market's
-  INFO(foxrl::env_kind_name(env) << ", features " << features);
-  const auto dir = (fs::temp_directory_path() /
-                    ("foxrl_setup_" + std::to_string(::getpid()) + "_" + foxrl::env_kind_name(env) + "_" + features))
-                       .string();
+  if (env == "cartpole" && features == "ohlcv") return;  // features are the market's
+  INFO(env << ", features " << features);
+  const auto dir =
+      (fs::temp_directory_path() / ("foxrl_setup_" + std::to_string(::getpid()) + "_" + env + "_" + features)).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
 
@@ -80,7 +79,7 @@ TEST_CASE("the run setup gives train, policy and eval the same components", "[se
   CHECK(policy.obs_dim() == trainer.env().obs_dim());
   CHECK(policy.num_actions() == trainer.env().num_actions());
 
-  if (env == foxrl::EnvKind::market) {
+  if (env == "market") {
     REQUIRE(trainer.market() != nullptr);
     REQUIRE(trainer.adapter() != nullptr);
     // The features were computed over the observation's rolling window,
@@ -99,15 +98,21 @@ TEST_CASE("the run setup gives train, policy and eval the same components", "[se
   fs::remove_all(dir);
 }
 
-TEST_CASE("the env kind is parsed once from the config and written back by name", "[setup][config]") {
+TEST_CASE("the env is a registered name, refused where a run is set up", "[setup][config]") {
   foxrl::TrainConfig c;
-  CHECK(c.env == foxrl::EnvKind::market);
+  CHECK(c.env == "market");
   c.apply_overrides({"env=cartpole"});
-  CHECK(c.env == foxrl::EnvKind::cartpole);
+  CHECK(c.env == "cartpole");
   CHECK_THAT(c.to_json(), Catch::Contains("\"env\": \"cartpole\""));
-  CHECK(foxrl::TrainConfig::from_json_text(c.to_json(), "test").env == foxrl::EnvKind::cartpole);
-  CHECK_THROWS_AS(c.apply_overrides({"env=pendulum"}), foxrl::UsageError);
-  CHECK_THROWS_WITH(c.apply_overrides({"env=pendulum"}), Catch::Contains("'env'") && Catch::Contains("pendulum"));
-  CHECK(foxrl::parse_env_kind(foxrl::env_kind_name(foxrl::EnvKind::market)) == foxrl::EnvKind::market);
-  CHECK_THROWS_AS(foxrl::parse_env_kind("Market"), foxrl::UsageError);
+  CHECK(foxrl::TrainConfig::from_json_text(c.to_json(), "test").env == "cartpole");
+  // The config layer knows no env; the registry refuses an unknown one,
+  // naming the registered ones.
+  c.apply_overrides({"env=pendulum"});
+  CHECK_THROWS_AS(foxrl::run_spec(c), foxrl::UsageError);
+  CHECK_THROWS_WITH(foxrl::run_spec(c), Catch::Contains("env 'pendulum': not a registered env (cartpole, market"));
+  CHECK_THROWS_AS(foxrl::env_info("Market"), foxrl::UsageError);
+  for (const auto& e : foxrl::registered_envs()) {
+    CHECK(foxrl::env_info(e.name).name == e.name);
+    CHECK(foxrl::env_index(e.name) < foxrl::registered_envs().size());
+  }
 }

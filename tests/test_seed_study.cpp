@@ -1,9 +1,9 @@
-// A seed study (src/run/seed_study.hpp) on the built-in synthetic market
+// A seed study (src/study/seed_study.hpp) on the built-in synthetic market
 // with a tiny config: one complete run directory per seed, each the run a
 // lone TrainingRun with that seed writes, and study.json whose per-seed
 // numbers are each seed's own evaluation.json; a resumed study trains only
 // what is unfinished and reproduces study.json byte for byte.
-#include "run/seed_study.hpp"
+#include "study/seed_study.hpp"
 
 #include "core/error.hpp"
 #include "io/strict_json.hpp"

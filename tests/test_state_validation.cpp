@@ -5,11 +5,11 @@
 // a UsageError naming the file, the tensor and the value. Each case writes
 // a valid checkpoint, changes one element and re-writes the file as a whole
 // through safetensors::write (so the container itself stays valid).
-#include "agents/dqn/dqn_trainer.hpp"
 #include "core/error.hpp"
+#include "evaluate/policy.hpp"
 #include "io/safetensors.hpp"
-#include "run/policy.hpp"
 #include "support/reference_dqn.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include "support/tiny_trainer_config.hpp"
 

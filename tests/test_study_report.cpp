@@ -1,8 +1,8 @@
-// A study report (src/run/study_report.hpp) over run directories whose
+// A study report (src/study/study_report.hpp) over run directories whose
 // evaluation files are written from known positions on one series: the
 // seeds traded the same bars, so the seed-averaged returns are tested, and
 // files that disagree with each other are refused by name.
-#include "run/study_report.hpp"
+#include "study/study_report.hpp"
 
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
@@ -114,7 +114,7 @@ TEST_CASE("seeds on the same bars: the seed-averaged returns are tested against 
   }
   foxrl::BootstrapSettings settings;
   settings.resamples = 300;
-  const auto report = foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3, 4, 5}, dirs, settings);
+  const auto report = foxrl::build_study_report("market", root, {1, 2, 3, 4, 5}, dirs, settings);
   REQUIRE(report.same_bars);
   REQUIRE(report.market.size() == 5);
   for (std::size_t k = 0; k < 5; ++k) {
@@ -141,7 +141,7 @@ TEST_CASE("seeds on the same bars: the seed-averaged returns are tested against 
 
   // A backtest that does not compound to its evaluation.json is refused.
   break_first_net_return(dirs[0] + "/evaluation_backtest.csv");
-  CHECK_THROWS_WITH(foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3, 4, 5}, dirs, settings),
+  CHECK_THROWS_WITH(foxrl::build_study_report("market", root, {1, 2, 3, 4, 5}, dirs, settings),
                     Catch::Contains(dirs[0] + "/evaluation_backtest.csv") && Catch::Contains("compound"));
   fs::remove_all(root);
 }
@@ -167,7 +167,7 @@ TEST_CASE("seeds that kept best weights: the study reports them the same way, be
   }
   foxrl::BootstrapSettings settings;
   settings.resamples = 300;
-  const auto report = foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3}, dirs, settings);
+  const auto report = foxrl::build_study_report("market", root, {1, 2, 3}, dirs, settings);
   REQUIRE(report.best_weights != nullptr);
   const auto& best = *report.best_weights;
   CHECK(best.weights == foxrl::StudyWeights::best);
@@ -213,7 +213,7 @@ TEST_CASE("seeds that kept best weights: the study reports them the same way, be
 
   // One seed without best weights: no best report (the seeds are compared alike or not at all).
   write_run(dirs[1], series, first, random_positions(bars, 2));
-  CHECK(foxrl::build_study_report(foxrl::EnvKind::market, root, {1, 2, 3}, dirs, settings).best_weights == nullptr);
+  CHECK(foxrl::build_study_report("market", root, {1, 2, 3}, dirs, settings).best_weights == nullptr);
 
   // A best backtest that disagrees with its evaluation is refused by name.
   break_first_net_return(dirs[0] + "/evaluation_best_backtest.csv");

@@ -5,10 +5,10 @@
 // run's instance, no fence, no allocation outside foxrl:: labels. And the
 // trainer's Kokkos Tools regions: its phases in order, every kernel inside
 // its phase and on the run's instance.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -20,7 +20,7 @@ namespace {
 
 foxrl::TrainConfig audit_config(const std::string& env) {
   foxrl::TrainConfig c;
-  c.env = foxrl::parse_env_kind(env);
+  c.env = env;
   c.num_envs = 8;
   c.hidden = {32, 32};
   c.batch_size = 32;

@@ -2,9 +2,9 @@
 // rewards in stored transitions, a NaN weight in the online network): the
 // run goes on, the guard reports what it rejected and restored, and every
 // weight, Adam moment and the replay's sum tree end finite.
-#include "agents/dqn/dqn_trainer.hpp"
-#include "run/training_log.hpp"
 #include "support/test_spaces.hpp"
+#include "train/dqn_trainer.hpp"
+#include "train/training_log.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -36,7 +36,7 @@ TEMPLATE_TEST_CASE("a training run with planted faults goes on and ends with fin
                    FOXRL_TEST_SPACES) {
   using Exec = TestType;
   foxrl::TrainConfig config;
-  config.env = foxrl::EnvKind::cartpole;
+  config.env = "cartpole";
   config.num_envs = 4;
   config.hidden = {16, 16};
   config.buffer_capacity = 1024;

@@ -2,9 +2,9 @@
 // for bit (learner checkpoint, trainer state, epoch metrics), on the host
 // backend for CartPole and the market; and a damaged or mismatched run
 // directory is refused with a message naming the file, tensor or key.
-#include "agents/dqn/dqn_trainer.hpp"
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include "support/same_checkpoint.hpp"
 #include "support/tiny_trainer_config.hpp"

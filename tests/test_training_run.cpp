@@ -2,7 +2,7 @@
 // records, checkpoint and trainer state `foxrl train` writes for the same
 // config, and its observers see every log line and epoch record; a resumed
 // run truncates metrics.jsonl to its checkpoint.
-#include "run/training_run.hpp"
+#include "train/training_run.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -5,9 +5,9 @@
 // survives the pruning of checkpoint generations, a resumed run keeps it,
 // the validation backtest does not change the training trajectory, and
 // evaluation.json keeps the last weights' report at its top level.
-#include "run/saved_model_evaluation.hpp"
-#include "run/training_run.hpp"
 #include "support/tiny_trainer_config.hpp"
+#include "train/saved_model_evaluation.hpp"
+#include "train/training_run.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -145,7 +145,7 @@ TEST_CASE("a market run logs the validation backtest each epoch and keeps the be
     const foxrl::RunManifest manifest = foxrl::RunManifest::read(best_dir(dir, best));
     CHECK(manifest.epoch == best);
     const foxrl::RunSpec spec = foxrl::run_spec(manifest.config);
-    const auto market = foxrl::make_market(space, manifest.config, spec);
+    const auto market = foxrl::MarketEnv<Exec>::make_data(space, manifest.config);
     const auto report = foxrl::evaluate_saved_model(space, best_dir(dir, best), manifest, spec, market,
                                                     market.data.splits.validation, manifest.config.seed + 1);
     CHECK(report.strategies.at(0).metrics.sharpe == best_sharpe);

@@ -8,7 +8,7 @@
 #include "market/market_data.hpp"
 #include "market/market_evaluation.hpp"
 #include "market/market_setup.hpp"
-#include "run/walk_forward.hpp"
+#include "study/walk_forward.hpp"
 #include "support/tiny_trainer_config.hpp"
 
 #include <catch2/catch.hpp>

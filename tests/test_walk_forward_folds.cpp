@@ -4,8 +4,8 @@
 // counted by hand.
 #include "core/error.hpp"
 #include "market/market_data.hpp"
-#include "run/walk_forward_folds.hpp"
-#include "run/walk_forward_spec.hpp"
+#include "study/walk_forward_folds.hpp"
+#include "study/walk_forward_spec.hpp"
 
 #include <catch2/catch.hpp>
 

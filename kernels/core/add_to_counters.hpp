@@ -1,7 +1,7 @@
 #pragma once
 // AddToCounters: a device callable that adds fixed amounts to a View of
 // 64-bit counters and then calls `also()`. It is the iteration clock's
-// advance (src/agents/dqn/iteration_clock.hpp): called once, either in a
+// advance (src/train/iteration_clock.hpp): called once, either in a
 // launch of its own (call_once) or by the last team of a launch that
 // already runs at the iteration's end (the replay's priority update), with
 // the iteration's last small piece of work riding along as `also`.

@@ -3,7 +3,7 @@
 // sample calls, updates) as a kernel reads it. A component called on its
 // own passes its host counter (`offset`, no `device`). The trainer passes a
 // slot of its device-resident iteration clock plus the offset of this call
-// within the iteration (src/agents/dqn/iteration_clock.hpp): the kernel then
+// within the iteration (src/train/iteration_clock.hpp): the kernel then
 // reads the value when it runs, so one captured graph of an iteration is
 // right on every replay. Both give the same value, so the kernels compute
 // the same thing either way.

@@ -1,6 +1,6 @@
 #pragma once
 // Kernels of the market evaluation (src/market/market_evaluation.hpp) and
-// of inference over market bars (src/run/policy.hpp).
+// of inference over market bars (src/evaluate/policy.hpp).
 
 #include <Kokkos_Core.hpp>
 

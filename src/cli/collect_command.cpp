@@ -2,11 +2,11 @@
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
-#include "collect/collect.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "io/output_dir.hpp"
-#include "run/checkpoint_store.hpp"
-#include "run/run_manifest.hpp"
+#include "train/checkpoint_store.hpp"
+#include "train/run_manifest.hpp"
 
 #include <iostream>
 #include <memory>
@@ -34,8 +34,8 @@ int run_collect(CollectArgs args) {
   // The run's one stream, as in train and rollout.
   ExecutionContext<> context(o.config.seed);
   const auto summary = collect_dataset(context.space(), o);
-  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << foxrl::env_kind_name(o.config.env)
-            << " (" << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
+  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << o.config.env << " ("
+            << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
             << " features, policy " << o.policy << ") written to " << o.out_path << "\n";
   return 0;
 }

@@ -22,6 +22,8 @@ Command add_collect_command(CLI::App& app);
 Command add_dataset_command(CLI::App& app);
 /// `foxrl train-offline`: IQL, CQL or BC on a collected dataset.
 Command add_train_offline_command(CLI::App& app);
+/// `foxrl rollout`: replay an action file in one env, every step to CSV.
+Command add_rollout_command(CLI::App& app);
 /// `foxrl info`: version, Kokkos configuration, backends and devices.
 Command add_info_command(CLI::App& app);
 

@@ -3,7 +3,6 @@
 // flag counts, the returns of the behaviour episodes and the action
 // histogram; --json prints the same as one JSON object.
 #include "cli/commands.hpp"
-#include "config/env_kind.hpp"
 #include "io/output_dir.hpp"
 #include "market/position_set.hpp"
 #include "offline/dataset_file.hpp"
@@ -52,7 +51,7 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 
 /// The market env's actions by name (positions -1, 0, 1; long-only 0, 1).
 std::string action_label(const DatasetFile& d, int a) {
-  if (d.metadata.env != EnvKind::market) return "";
+  if (d.metadata.env != "market") return "";
   const PositionSet set = parse_position_set(d.metadata.config.positions);  // the config was validated
   return a >= 0 && a < position_set_actions(set) ? position_action_name(set, a) : "";
 }
@@ -76,7 +75,7 @@ void print_json(const DatasetFile& d, const DatasetStatistics& s) {
   nlohmann::ordered_json j;
   j["file"] = d.path;
   j["checksummed"] = d.file.checksummed;
-  j["env"] = env_kind_name(m.env);
+  j["env"] = m.env;
   j["transitions"] = s.transitions;
   j["obs_dim"] = s.obs_dim;
   j["num_actions"] = s.num_actions;
@@ -107,8 +106,8 @@ void print_text(const DatasetFile& d, const DatasetStatistics& s) {
   const DatasetMetadata& m = d.metadata;
   std::cout << "dataset:           " << d.path << (d.file.checksummed ? " (checksums verified)" : " (no checksums)")
             << "\n";
-  std::cout << "env:               " << env_kind_name(m.env) << (m.split.empty() ? "" : ", split " + m.split) << ", "
-            << s.num_envs << " env" << (s.num_envs == 1 ? "" : "s") << " side by side\n";
+  std::cout << "env:               " << m.env << (m.split.empty() ? "" : ", split " + m.split) << ", " << s.num_envs
+            << " env" << (s.num_envs == 1 ? "" : "s") << " side by side\n";
   std::cout << "policy:            " << (m.policy.empty() ? "(not recorded)" : m.policy)
             << (m.policy == "epsilon-greedy" ? ", epsilon " + number_text(m.epsilon) : "")
             << (m.seed.empty() ? "" : ", seed " + m.seed) << (m.run.empty() ? "" : ", run " + m.run) << "\n";

@@ -3,8 +3,8 @@
 // system calls.
 #include "cli/commands.hpp"
 #include "core/execution_context.hpp"
+#include "evaluate/policy.hpp"
 #include "market/market_data.hpp"
-#include "run/policy.hpp"
 
 #include <nlohmann/json.hpp>
 

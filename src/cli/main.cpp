@@ -7,9 +7,6 @@
 #include "core/execution_context.hpp"
 #include "core/kernel_check.hpp"
 #include "dist/communicator.hpp"
-#include "envs/rollout.hpp"
-#include "market/market_data.hpp"
-#include "market/position_set.hpp"
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
@@ -74,48 +71,7 @@ int main(int argc, char** argv) {
   const auto dataset = foxrl::cli::add_dataset_command(app);
   const auto train_offline = foxrl::cli::add_train_offline_command(app);
 
-  foxrl::RolloutOptions rollout;
-  std::string initial_state, feature_set = "returns", rollout_env = "cartpole", positions = "long_short";
-  auto* rollout_cmd =
-      app.add_subcommand("rollout", "Replay an action sequence in one environment and write every step to CSV");
-  rollout_cmd->add_option("--env", rollout_env, "Environment: cartpole or market")
-      ->check(CLI::IsMember({"cartpole", "market"}))
-      ->capture_default_str();
-  rollout_cmd->add_option("--seed", rollout.seed, "Seed of the reset / start-bar draws")
-      ->check(CLI::NonNegativeNumber)  // "-1" would otherwise wrap to 2^64 - 1
-      ->capture_default_str();
-  rollout_cmd->add_option("--actions", rollout.actions_path, "Action file: one integer action per line")->required();
-  rollout_cmd->add_option("--initial-state", initial_state,
-                          "CartPole only: start state x,x_dot,theta,theta_dot instead of a seeded reset");
-  rollout_cmd->add_option("--data", rollout.data_path,
-                          "Market only: OHLCV CSV (timestamp,open,high,low,close,volume); default: synthetic");
-  rollout_cmd->add_option("--synthetic", rollout.synthetic, "Market only: generator without --data (regime, benchmark)")
-      ->capture_default_str();
-  // Integer ranges as `foxrl train` bounds the same keys (synthetic_bars,
-  // episode_length, window), so a bad value is named by its option here
-  // rather than by a component's field later.
-  rollout_cmd->add_option("--bars", rollout.synthetic_bars, "Market only: bars of the synthetic series")
-      ->check(CLI::Range(std::size_t(2), std::size_t(100000000)))
-      ->capture_default_str();
-  rollout_cmd->add_option("--episode-length", rollout.market.episode_length, "Market only: steps per episode")
-      ->check(CLI::Range(1, 1000000000))
-      ->capture_default_str();
-  rollout_cmd->add_option("--window", rollout.market.observation.window, "Market only: lookback window W")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  rollout_cmd->add_option("--features", feature_set, "Market only: feature set (returns, ohlcv)")
-      ->capture_default_str();
-  rollout_cmd
-      ->add_option("--positions", positions,
-                   "Market only: actions short, flat, long (long_short) or flat, long (long_only)")
-      ->check(CLI::IsMember({"long_short", "long_only"}))
-      ->capture_default_str();
-  rollout_cmd->add_option("--cost", rollout.market.cost, "Market only: cost per unit of position change")
-      ->check(foxrl::cli::finite_range(0.0, 1.0))  // inf would write -inf rewards, NaN NaN rewards
-      ->capture_default_str();
-  rollout_cmd->add_flag("--allow-implausible-bars", rollout.load.allow_implausible_bars,
-                        "Market only: accept --data bars that move more than 10x within a bar or from the last close");
-  rollout_cmd->add_option("--out", rollout.out_path, "Output CSV")->required();
+  const auto rollout = foxrl::cli::add_rollout_command(app);
 
   try {
     app.parse(argc, argv);
@@ -131,17 +87,8 @@ int main(int argc, char** argv) {
     Kokkos::ScopeGuard kokkos;
 #endif
     foxrl::KernelCheck::install_from_environment();  // FOXRL_CHECK_KERNELS=1: name a failing kernel
-    for (const auto& command : {train, evaluate, infer, collect, dataset, train_offline, info}) {
+    for (const auto& command : {train, evaluate, infer, collect, dataset, train_offline, rollout, info}) {
       if (const int rc = command(); rc >= 0) return rc;
-    }
-    if (rollout_cmd->parsed()) {
-      if (!initial_state.empty()) rollout.initial_state = foxrl::parse_initial_state(initial_state);
-      rollout.env = foxrl::parse_env_kind(rollout_env);
-      rollout.market.observation.set = foxrl::parse_feature_set(feature_set);
-      rollout.market.positions = foxrl::parse_position_set(positions);
-      const auto trace = foxrl::run_rollout(rollout);
-      std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to " << rollout.out_path
-                << "\n";
     }
   } catch (const foxrl::UsageError& e) {
     report(e);

@@ -1,10 +1,7 @@
-// foxrl train-offline: train an IQL, CQL or BC agent on a dataset recorded
-// by `foxrl collect`, evaluating its greedy policy in the dataset's env. The
-// run itself is the library's OfflineTrainingRun; this file turns arguments
-// into its config and prints its log.
+// foxrl train-offline: an offline run (train/offline_training_run.hpp); this
+// file parses the arguments and prints the log.
 #include "cli/commands.hpp"
-#include "offline/offline_training_run.hpp"
-#include "run/checkpoint_store.hpp"
+#include "train/offline_training_run.hpp"
 
 #include <iostream>
 #include <memory>
@@ -23,41 +20,20 @@ struct TrainOfflineArgs {
   bool overwrite = false;
 };
 
-/// The config from --config (or, resuming without it, the run's saved
-/// one), then --algo, --dataset and --set on top.
-OfflineTrainConfig build_config(const TrainOfflineArgs& args, bool resume) {
-  OfflineTrainConfig config =
-      args.config_file.empty() ? OfflineTrainConfig{} : OfflineTrainConfig::from_json_file(args.config_file);
-  const auto apply_arguments = [&](OfflineTrainConfig& c) {
-    if (!args.algo.empty()) c.apply_overrides({"algo=" + args.algo});
-    if (!args.dataset.empty()) c.dataset = args.dataset;
-    c.apply_overrides(args.overrides);
-  };
-  apply_arguments(config);
-  if (resume && args.config_file.empty()) {
-    const std::string out_dir = config.out_dir;
-    config = OfflineTrainingRun::saved_config(out_dir);
-    config.out_dir = out_dir;
-    apply_arguments(config);
-  }
-  return config;
-}
-
 int run_train_offline(const TrainOfflineArgs& args) {
   if (args.help_config) {
     std::cout << "foxrl train-offline configuration keys (JSON file via --config, or --set key=value):\n"
               << OfflineTrainConfig::describe();
     return 0;
   }
-  bool resume = args.resume, overwrite = args.overwrite;
-  if (args.auto_resume) {
-    // A requeued job runs the same command again: continue if there is a
-    // checkpoint, else start (replacing an attempt that stopped before one).
-    const OfflineTrainConfig probe = build_config(args, false);
-    resume = !CheckpointStore(probe.out_dir).generations().empty();
-    overwrite = !resume;
-  }
-  OfflineTrainingRun run(build_config(args, resume), resume, overwrite);
+  // --algo and --dataset are the config keys of the same names, set before --set.
+  std::vector<std::string> overrides;
+  if (!args.algo.empty()) overrides.push_back("algo=" + args.algo);
+  if (!args.dataset.empty()) overrides.push_back("dataset=" + args.dataset);
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  RunStart start = args.auto_resume ? RunStart::auto_resume : run_start(args.resume, args.overwrite);
+  const OfflineTrainConfig config = OfflineTrainingRun::config_for(args.config_file, overrides, start);
+  OfflineTrainingRun run(config, start);
   run.on_log([](const std::string& line) { std::cout << line << std::endl; });
   run.run();
   return 0;

@@ -7,7 +7,6 @@
 // config written back as JSON, and the `--help-config` listing, with
 // UsageErrors naming the source and key.
 
-#include "config/env_kind.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -56,7 +55,7 @@ template <class Config>
 class ConfigTable {
  public:
   using Member = std::variant<std::int64_t Config::*, std::uint64_t Config::*, double Config::*, bool Config::*,
-                              std::string Config::*, std::vector<std::int64_t> Config::*, EnvKind Config::*>;
+                              std::string Config::*, std::vector<std::int64_t> Config::*>;
 
   /// One key: where it lives, its allowed range (numbers) or values
   /// (strings; empty: any), and what it means.
@@ -92,8 +91,7 @@ class ConfigTable {
     for (const auto& kv : key_values) {
       const auto [key, text] = config_detail::split_override(kv);
       const Field& f = field(key, "--set");
-      const bool is_string = std::holds_alternative<std::string Config::*>(f.member) ||
-                             std::holds_alternative<EnvKind Config::*>(f.member);
+      const bool is_string = std::holds_alternative<std::string Config::*>(f.member);
       const bool is_list = std::holds_alternative<std::vector<std::int64_t> Config::*>(f.member);
       assign(config, f, config_detail::parse_override_text(f.key, is_string, is_list, text), "--set");
     }
@@ -140,7 +138,7 @@ class ConfigTable {
     std::visit(
         [&](auto member) {
           using T = std::decay_t<decltype(config.*member)>;
-          if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, EnvKind>) {
+          if constexpr (std::is_same_v<T, std::string>) {
             if (!value.is_string()) reject(where, f.key, "expected a string, got " + excerpt(value));
             const auto s = value.template get<std::string>();
             if (!f.choices.empty()) {
@@ -149,11 +147,7 @@ class ConfigTable {
               if (!ok)
                 reject(where, f.key, quote_excerpt(s) + " is not one of " + config_detail::Json(f.choices).dump());
             }
-            if constexpr (std::is_same_v<T, EnvKind>) {
-              config.*member = parse_env_kind(s);  // the one place an env's name is read
-            } else {
-              config.*member = s;
-            }
+            config.*member = s;
           } else if constexpr (std::is_same_v<T, bool>) {
             if (!value.is_boolean()) reject(where, f.key, "expected true or false, got " + excerpt(value));
             config.*member = value.template get<bool>();
@@ -186,15 +180,7 @@ class ConfigTable {
   }
 
   static config_detail::Json value_of(const Config& config, const Field& f) {
-    return std::visit(
-        [&](auto member) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(config.*member)>, EnvKind>) {
-            return config_detail::Json(env_kind_name(config.*member));
-          } else {
-            return config_detail::Json(config.*member);
-          }
-        },
-        f.member);
+    return std::visit([&](auto member) { return config_detail::Json(config.*member); }, f.member);
   }
 
   std::vector<Field> fields_;

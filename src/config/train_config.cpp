@@ -12,7 +12,7 @@ using config_detail::reject;
 const std::vector<Field>& fields() {
   using C = TrainConfig;
   static const std::vector<Field> table = {
-      {"env", &C::env, 0, 0, {"cartpole", "market"}, "environment"},
+      {"env", &C::env, 0, 0, {}, "environment: a registered env (`foxrl info` lists them: cartpole, market, ...)"},
       {"data", &C::data, 0, 0, {}, "market OHLCV CSV (empty: built-in synthetic market)"},
       {"synthetic", &C::synthetic, 0, 0, {"regime", "benchmark"}, "built-in market generator (no data file)"},
       {"synthetic_bars", &C::synthetic_bars, 1000, 1e8, {}, "bars of the built-in market"},
@@ -149,10 +149,10 @@ void TrainConfig::validate() const {
     reject("config", "batch_size", "must not exceed buffer_capacity (" + std::to_string(buffer_capacity) + ")");
   }
   if (eps_end > eps_start) reject("config", "eps_end", "must not exceed eps_start");
-  if (env != EnvKind::market && positions != TrainConfig{}.positions) {
+  if (env != "market" && positions != TrainConfig{}.positions) {
     reject("config", "positions", "applies to the market env only");
   }
-  if (env == EnvKind::market && episode_length < n_step) {
+  if (env == "market" && episode_length < n_step) {
     reject("config", "episode_length", "must be at least n_step");
   }
   if (buffer_capacity < num_envs * (n_step + 1)) {

@@ -5,8 +5,6 @@
 // with a UsageError naming the key. All algorithm features are always on:
 // the config holds hyperparameters, never feature switches.
 
-#include "config/env_kind.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +13,9 @@ namespace foxrl {
 
 struct TrainConfig {
   // --- environment ---------------------------------------------------------
-  EnvKind env = EnvKind::market;     ///< "cartpole" or "market" in JSON and --set
+  /// A registered env (envs/env_registry.hpp; `foxrl info` lists them),
+  /// checked where the run is set up: the config layer knows no env.
+  std::string env = "market";
   std::string data;                  ///< market OHLCV CSV; empty: built-in synthetic market
   std::string synthetic = "regime";  ///< generator when `data` is empty: "regime" or "benchmark"
   std::int64_t synthetic_bars = 100000;

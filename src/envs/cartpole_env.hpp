@@ -3,6 +3,7 @@
 // with Gymnasium's dynamics in float32 (docs BENCHMARKS.md) and same-step
 // auto-reset. One launch per step.
 
+#include "config/train_config.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
@@ -11,6 +12,7 @@
 #include "kernels/envs/choose_then_step.hpp"
 #include "views/envs/cartpole_state.hpp"
 #include "views/envs/env_step.hpp"
+#include "views/envs/env_traits.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace foxrl {
 
@@ -35,6 +38,18 @@ class CartPoleEnv {
   using memory_space = typename ExecSpace::memory_space;
   using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   using action_view = Kokkos::View<const std::int32_t*, memory_space>;
+
+  // --- the registered env's contract (envs/env_registry.hpp) ---------------
+  static constexpr const char* name = "cartpole";
+  static constexpr const char* summary = "CartPole-v1 (Gymnasium): keep a pole upright; 2 actions, 500-step episodes";
+  static constexpr EvaluationKind evaluation = EvaluationKind::episodes;
+  using Data = NoEnvData;
+  static EnvSpaces spaces(const TrainConfig&) { return {obs_dim(), num_actions(), {}}; }
+  static Data make_data(const ExecSpace&, const TrainConfig&) { return {}; }
+  static CartPoleEnv make(const ExecSpace& space, const TrainConfig&, const Data&, int num_envs, std::uint64_t seed,
+                          EnvSplit) {
+    return CartPoleEnv(space, num_envs, seed);
+  }
 
   /// Allocates the state on `space` and resets every env (episode 0 of env
   /// i draws its start from (seed, i)).
@@ -99,6 +114,16 @@ class CartPoleEnv {
   void act_then_step_choosing(const ExecSpace& space, const Choose& choose, const obs_view& acted_on, const Act& act) {
     const auto f = choosing_step(choose, acted_on);
     if (!act(f)) kernels::cartpole_step(space, f);
+  }
+
+  /// The state set_state takes, in order (rollouts' --initial-state).
+  static constexpr const char* state_variables = "x,x_dot,theta,theta_dot";
+  /// set_state from the values of state_variables (rounded to float).
+  void set_state_values(const ExecSpace& space, int env, const std::vector<double>& values) {
+    if (values.size() != 4) throw LogicError("CartPoleEnv::set_state: 4 values, got " + std::to_string(values.size()));
+    set_state(space, env,
+              std::array<float, 4>{static_cast<float>(values[0]), static_cast<float>(values[1]),
+                                   static_cast<float>(values[2]), static_cast<float>(values[3])});
   }
 
   /// Puts env `env` into the given state at episode step 0 (for rollouts

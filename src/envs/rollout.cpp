@@ -14,16 +14,6 @@
 
 namespace foxrl {
 
-int env_num_actions(EnvKind env, const MarketEnvConfig& market) {
-  switch (env) {
-    case EnvKind::cartpole:
-      return CartPoleEnv<Kokkos::DefaultHostExecutionSpace>::num_actions();
-    case EnvKind::market:
-      return market.num_actions();
-  }
-  throw LogicError("env_num_actions: unknown env kind");
-}
-
 std::vector<std::int32_t> read_action_file(const std::string& path, int num_actions) {
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open the action file");
@@ -49,27 +39,22 @@ std::vector<std::int32_t> read_action_file(const std::string& path, int num_acti
   return actions;
 }
 
-std::array<float, 4> parse_initial_state(const std::string& text) {
-  std::array<float, 4> s{};
+std::vector<double> parse_initial_state(const std::string& text) {
+  std::vector<double> values;
   std::stringstream ss(text);
   std::string item;
-  int k = 0;
   while (std::getline(ss, item, ',')) {
     const std::string t = trim(item);
     char* end = nullptr;
     const double v = std::strtod(t.c_str(), &end);
-    if (k >= 4 || t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
-      throw UsageError("--initial-state " + quote_excerpt(text) +
-                       ": expected four finite numbers x,x_dot,theta,theta_dot" +
-                       (k < 4 ? " (entry " + std::to_string(k + 1) + " is " + quote_excerpt(t) + ")" : ""));
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
+      throw UsageError("--initial-state " + quote_excerpt(text) + ": expected comma-separated finite numbers (entry " +
+                       std::to_string(values.size() + 1) + " is " + quote_excerpt(t) + ")");
     }
-    s[static_cast<std::size_t>(k++)] = static_cast<float>(v);
+    values.push_back(v);
   }
-  if (k != 4) {
-    throw UsageError("--initial-state " + quote_excerpt(text) +
-                     ": expected four numbers x,x_dot,theta,theta_dot, got " + std::to_string(k));
-  }
-  return s;
+  if (values.empty()) throw UsageError("--initial-state " + quote_excerpt(text) + ": no numbers");
+  return values;
 }
 
 void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
@@ -93,11 +78,11 @@ void write_rollout_csv(const std::string& path, const RolloutTrace& trace) {
 }
 
 RolloutTrace run_rollout(const RolloutOptions& options) {
-  const auto actions = read_action_file(options.actions_path, env_num_actions(options.env, options.market));
+  const auto actions = read_action_file(options.actions_path, env_spaces(options.config).num_actions);
   if (!options.out_path.empty()) prepare_output_file_directory(options.out_path, "--out");
   RolloutTrace trace;
   {
-    ExecutionContext<> context(options.seed);
+    ExecutionContext<> context(options.config.seed);
     trace = rollout(context.space(), options, actions);
   }
   if (!options.out_path.empty()) write_rollout_csv(options.out_path, trace);

@@ -3,12 +3,10 @@
 // every step (the `foxrl rollout` subcommand). A tool path, not a hot path:
 // it reads each step back to the host.
 
-#include "config/env_kind.hpp"
+#include "config/train_config.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
-#include "envs/cartpole_env.hpp"
-#include "market/market_data.hpp"
-#include "market/market_env.hpp"
+#include "envs/vector_env.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -33,26 +31,26 @@ struct RolloutTrace {
 };
 
 struct RolloutOptions {
-  EnvKind env = EnvKind::cartpole;
-  std::uint64_t seed = 0;
+  /// The env and its keys as a run of it would set them: `env`, `seed` (the
+  /// reset and start-bar draws) and the env's own keys (market: data,
+  /// synthetic, synthetic_bars, window, features, positions, cost_bps,
+  /// episode_length, allow_implausible_bars). A data-driven env replays
+  /// all of its data (EnvSplit::whole).
+  TrainConfig config;
   std::string actions_path;  ///< one action per line ('#' comments and blank lines ignored)
-  /// CartPole only: start from this state (x, x_dot, theta, theta_dot)
-  /// instead of a seeded reset.
-  std::optional<std::array<float, 4>> initial_state;
-  std::string data_path;  ///< market only: OHLCV CSV; empty: a synthetic series
-  LoadOptions load;       ///< market only: how data_path is validated
-  std::string synthetic = "regime";
-  std::size_t synthetic_bars = 20000;
-  MarketEnvConfig market;  ///< market only: observation, episode length, cost
-  std::string out_path;    ///< CSV output
+  /// Envs with a settable state (VectorEnv::state_variables): start from
+  /// these values instead of a seeded reset; empty: the seeded reset.
+  std::vector<double> initial_state;
+  std::string out_path;  ///< CSV output
 };
 
 /// Reads an action file: one integer in [0, num_actions) per line. Throws
 /// UsageError naming the file, line and value of a bad line.
 std::vector<std::int32_t> read_action_file(const std::string& path, int num_actions);
 
-/// Parses "x,x_dot,theta,theta_dot" (four finite numbers).
-std::array<float, 4> parse_initial_state(const std::string& text);
+/// Parses --initial-state: comma-separated finite numbers (the env checks
+/// how many it takes).
+std::vector<double> parse_initial_state(const std::string& text);
 
 /// Writes the trace as CSV: step,obs_0..obs_{D-1},action,reward,terminated,truncated.
 void write_rollout_csv(const std::string& path, const RolloutTrace& trace);
@@ -97,39 +95,12 @@ RolloutTrace rollout_steps(const ExecSpace& space, Env& env, const std::vector<s
 /// Builds the env `options` describes on `space` (one env) and replays `actions`.
 template <class ExecSpace>
 RolloutTrace rollout(const ExecSpace& space, const RolloutOptions& options, const std::vector<std::int32_t>& actions) {
-  switch (options.env) {
-    case EnvKind::cartpole: {
-      CartPoleEnv<ExecSpace> env(space, 1, options.seed);
-      if (options.initial_state) env.set_state(space, 0, *options.initial_state);
-      auto trace = rollout_steps(space, env, actions);
-      trace.env = env_kind_name(options.env);
-      return trace;
-    }
-    case EnvKind::market: {
-      if (options.initial_state) throw UsageError("--initial-state applies to the cartpole env only");
-      const MarketSeries series = options.data_path.empty()
-                                      ? make_synthetic_market(options.synthetic, options.synthetic_bars, options.seed)
-                                      : load_market_csv(options.data_path, options.load);
-      // The one split is the whole series: a short one is the options' doing.
-      const std::int64_t needed =
-          std::int64_t(options.market.observation.min_decision_bar()) + std::int64_t(options.market.episode_length);
-      if (static_cast<std::int64_t>(series.size()) < needed) {
-        throw UsageError(series.source + ": " + std::to_string(series.size()) + " bars, too few for --episode-length " +
-                         std::to_string(options.market.episode_length) + " after the lookback of --window " +
-                         std::to_string(options.market.observation.window) + ": at least " + std::to_string(needed) +
-                         " bars needed (--bars, --data)");
-      }
-      MarketFeatures<ExecSpace> market(space, series, options.market.observation.rolling_window());
-      MarketEnv<ExecSpace> env(space, market, MarketSplit{0, market.size()}, 1, options.seed, options.market);
-      auto trace = rollout_steps(space, env, actions);
-      trace.env = env_kind_name(options.env);
-      return trace;
-    }
-  }
-  throw LogicError("rollout: unknown env kind");
+  const EnvData<ExecSpace> data(space, options.config);
+  VectorEnv<ExecSpace> env = make_vector_env(space, options.config, data, 1, options.config.seed, EnvSplit::whole);
+  if (!options.initial_state.empty()) env.set_state(space, 0, options.initial_state, "--initial-state");
+  auto trace = rollout_steps(space, env, actions);
+  trace.env = env.name();
+  return trace;
 }
-
-/// Actions each env accepts (CartPole 2, market 3, or 2 long-only).
-int env_num_actions(EnvKind env, const MarketEnvConfig& market = {});
 
 }  // namespace foxrl

@@ -1,16 +1,35 @@
 #pragma once
-// VectorEnv: one of the device environments (CartPole or market replay)
-// behind a single interface, so the collector and the trainer are written
+// VectorEnv: one of the registered device environments (envs/env_registry.hpp)
+// behind a single interface, so the collector and the trainers are written
 // once. Dispatch happens on the host, once per call; the kernels are the
-// environments' own.
+// environments' own. make_vector_env builds the env a config names.
 
-#include "config/env_kind.hpp"
-#include "envs/cartpole_env.hpp"
-#include "market/market_env.hpp"
+#include "config/train_config.hpp"
+#include "core/error.hpp"
+#include "envs/env_registry.hpp"
 
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace foxrl {
+
+namespace detail {
+/// Whether Env names its settable state (static state_variables).
+template <class Env, class = void>
+struct has_state_variables : std::false_type {};
+template <class Env>
+struct has_state_variables<Env, std::void_t<decltype(Env::state_variables)>> : std::true_type {};
+}  // namespace detail
+
+/// The names in "a,b,c": 3.
+inline std::size_t state_variable_count(const char* names) {
+  std::size_t n = 1;
+  for (const char* c = names; *c != 0; ++c) n += *c == ',' ? 1 : 0;
+  return n;
+}
 
 template <class ExecSpace>
 class VectorEnv {
@@ -18,9 +37,11 @@ class VectorEnv {
   using memory_space = typename ExecSpace::memory_space;
   using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   using action_view = Kokkos::View<const std::int32_t*, memory_space>;
+  using variant = typename detail::EnvVariants<RegisteredEnvs<ExecSpace>>::envs;
 
-  explicit VectorEnv(CartPoleEnv<ExecSpace> env) : env_(std::move(env)) {}
-  explicit VectorEnv(MarketEnv<ExecSpace> env) : env_(std::move(env)) {}
+  /// Any registered env.
+  template <class Env, class = std::enable_if_t<!std::is_same_v<std::decay_t<Env>, VectorEnv>>>
+  explicit VectorEnv(Env env) : env_(std::move(env)) {}
 
   int num_envs() const {
     return std::visit([](const auto& e) { return e.num_envs(); }, env_);
@@ -31,7 +52,10 @@ class VectorEnv {
   int num_actions() const {
     return std::visit([](const auto& e) { return e.num_actions(); }, env_);
   }
-  bool is_market() const { return std::holds_alternative<MarketEnv<ExecSpace>>(env_); }
+  /// The registered name ("cartpole", "market", ...).
+  std::string name() const {
+    return std::visit([](const auto& e) { return std::string(std::decay_t<decltype(e)>::name); }, env_);
+  }
 
   /// Observations the next actions are chosen from (post-reset).
   const obs_view& observations() const {
@@ -67,9 +91,31 @@ class VectorEnv {
     std::visit([&](auto& e) { e.reset(space); }, env_);
   }
 
-  CartPoleEnv<ExecSpace>* cartpole() { return std::get_if<CartPoleEnv<ExecSpace>>(&env_); }
-  MarketEnv<ExecSpace>* market() { return std::get_if<MarketEnv<ExecSpace>>(&env_); }
-  EnvKind kind() const { return is_market() ? EnvKind::market : EnvKind::cartpole; }
+  /// Puts env `env` into the state `values` (its env's state_variables, in
+  /// order) at episode step 0, for rollouts; UsageError naming `option` for
+  /// an env without a settable state or the wrong count of values.
+  void set_state(const ExecSpace& space, int env, const std::vector<double>& values, const std::string& option) {
+    std::visit(
+        [&](auto& e) {
+          using Env = std::decay_t<decltype(e)>;
+          if constexpr (detail::has_state_variables<Env>::value) {
+            const std::size_t n = state_variable_count(Env::state_variables);
+            if (values.size() != n)
+              throw UsageError(option + ": the " + std::string(Env::name) + " env takes " + std::to_string(n) +
+                               " numbers " + Env::state_variables + ", got " + std::to_string(values.size()));
+            e.set_state_values(space, env, values);
+          } else {
+            throw UsageError(option + ": the " + std::string(Env::name) + " env has no state to set");
+          }
+        },
+        env_);
+  }
+
+  /// The env as class `Env` (null when it is another one).
+  template <class Env>
+  Env* as() {
+    return std::get_if<Env>(&env_);
+  }
 
   /// The env's device state in a trainer state file: the environment's own
   /// tensors, then env.observations. `a` is a StateWriter or StateReader.
@@ -80,7 +126,19 @@ class VectorEnv {
   }
 
  private:
-  std::variant<CartPoleEnv<ExecSpace>, MarketEnv<ExecSpace>> env_;
+  variant env_;
 };
+
+/// `num_envs` envs of `config`'s env, replaying the split `which` of
+/// `data` (built from the same config), their episodes drawn from `seed`.
+template <class ExecSpace>
+VectorEnv<ExecSpace> make_vector_env(const ExecSpace& space, const TrainConfig& config, const EnvData<ExecSpace>& data,
+                                     int num_envs, std::uint64_t seed, EnvSplit which = EnvSplit::train) {
+  return with_registered_env<ExecSpace>(data.index(), [&](auto i) {
+    using Env = RegisteredEnv<ExecSpace, decltype(i)::value>;
+    return VectorEnv<ExecSpace>(
+        Env::make(space, config, std::get<decltype(i)::value>(data.get()), num_envs, seed, which));
+  });
+}
 
 }  // namespace foxrl

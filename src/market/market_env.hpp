@@ -15,6 +15,7 @@
 // lookback (W bars of returns and the rolling statistics' window) and the
 // entry price close[begin-1] of r[begin].
 
+#include "config/train_config.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/validate.hpp"
@@ -23,8 +24,11 @@
 #include "kernels/market/features.hpp"
 #include "kernels/market/market_step.hpp"
 #include "market/market_data.hpp"
+#include "market/market_setup.hpp"
+#include "market/market_splits.hpp"
 #include "market/position_set.hpp"
 #include "views/envs/env_step.hpp"
+#include "views/envs/env_traits.hpp"
 #include "views/market/market_views.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -34,33 +38,6 @@
 #include <string>
 
 namespace foxrl {
-
-/// A range of bars [begin, end) that one split's episodes own.
-struct MarketSplit {
-  int begin = 0;
-  int end = 0;
-  int size() const { return end - begin; }
-};
-
-/// Train / validation / test, consecutive in time, not overlapping.
-struct MarketSplits {
-  MarketSplit train, validation, test;
-};
-
-/// Splits `bars` bars by fraction: train the first `train_fraction`, then
-/// validation `validation_fraction`, test the rest.
-MarketSplits split_by_fraction(int bars, double train_fraction, double validation_fraction);
-/// Splits by time: validation starts at the first bar with timestamp >=
-/// validation_start, test at the first with timestamp >= test_start.
-MarketSplits split_by_timestamp(const MarketSeries& series, std::int64_t validation_start, std::int64_t test_start);
-
-/// Holds out the last `fraction` of the train split's bars as the
-/// validation split (which must be empty, at the train split's end) and
-/// ends the train split `gap` bars before it: a validation observation
-/// looks back `gap` bars (the observation window), so none reads a bar the
-/// train split's episodes were rewarded on. floor(fraction x train bars)
-/// bars are held out; none: the splits as they are.
-MarketSplits hold_out_validation(MarketSplits splits, double fraction, int gap);
 
 /// The feature set named `name` ("returns", "ohlcv"); UsageError otherwise.
 FeatureSet parse_feature_set(const std::string& name);
@@ -83,6 +60,18 @@ struct MarketEnvConfig {
     return (spread_bps / 2.0 + commission_bps) * 1e-4;
   }
 };
+
+/// The market env a config describes (features, window, episode length,
+/// cost, positions).
+inline MarketEnvConfig market_env_config(const TrainConfig& config) {
+  MarketEnvConfig m;
+  m.observation.set = parse_feature_set(config.features);
+  m.observation.window = static_cast<int>(config.window);
+  m.episode_length = static_cast<int>(config.episode_length);
+  m.cost = config.cost_bps * 1e-4;
+  m.positions = parse_position_set(config.positions);
+  return m;
+}
 
 /// The series and its per-bar features on the device; shared (cheaply
 /// copied) by the envs of every split.
@@ -139,6 +128,15 @@ class MarketFeatures {
   BarFeatures<memory_space> features_;
 };
 
+/// A run's market, built once and shared by the envs of every split: the
+/// series and its splits (host) and their features on the device (the
+/// market env's registered Data).
+template <class ExecSpace>
+struct MarketComponents {
+  MarketSetup data;
+  MarketFeatures<ExecSpace> features;
+};
+
 /// N market-replay envs over one split. Observations [N, obs_dim] float
 /// LayoutRight (the ObservationSpec's layout); actions 0 short, 1 flat, 2 long,
 /// or long-only 0 flat, 1 long (config.positions).
@@ -149,6 +147,31 @@ class MarketEnv {
   using memory_space = typename ExecSpace::memory_space;
   using obs_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   using action_view = Kokkos::View<const std::int32_t*, memory_space>;
+
+  // --- the registered env's contract (envs/env_registry.hpp) ---------------
+  static constexpr const char* name = "market";
+  static constexpr const char* summary =
+      "market replay of OHLCV bars (a CSV or the built-in generator): trade short, flat or long, pay costs";
+  static constexpr EvaluationKind evaluation = EvaluationKind::backtest;
+  /// The series, its splits and features of `config` (data, synthetic,
+  /// start_date, train_end, test_start, window, ...).
+  using Data = MarketComponents<ExecSpace>;
+  static EnvSpaces spaces(const TrainConfig& config) {
+    const MarketEnvConfig m = market_env_config(config);
+    return {m.observation.obs_dim(), m.num_actions(), market_normalize_mask(m.observation)};
+  }
+  /// Loads or generates the market of `config` and computes its features
+  /// over the observation's rolling window. Setup: fences.
+  static Data make_data(const ExecSpace& space, const TrainConfig& config) {
+    MarketSetup data = prepare_market(config);
+    MarketFeatures<ExecSpace> features(space, data.series, market_env_config(config).observation.rolling_window());
+    return {std::move(data), std::move(features)};
+  }
+  /// `num_envs` envs replaying the split `which` of `data`.
+  static MarketEnv make(const ExecSpace& space, const TrainConfig& config, const Data& data, int num_envs,
+                        std::uint64_t seed, EnvSplit which) {
+    return MarketEnv(space, data.features, data.data.splits.of(which), num_envs, seed, market_env_config(config));
+  }
 
   MarketEnv(const ExecSpace& space, const MarketFeatures<ExecSpace>& market, MarketSplit split, int num_envs,
             std::uint64_t seed, MarketEnvConfig config = {})

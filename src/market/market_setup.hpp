@@ -5,8 +5,9 @@
 // stops) or, without them, 70 / 15 / 15 % by time.
 
 #include "config/train_config.hpp"
+#include "kernels/market/features.hpp"
 #include "market/market_data.hpp"
-#include "market/market_env.hpp"
+#include "market/market_splits.hpp"
 
 #include <cstdint>
 #include <string>

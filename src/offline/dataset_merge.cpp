@@ -24,11 +24,11 @@ DatasetMergeSummary merge_datasets(const std::vector<std::string>& inputs, const
         throw UsageError("dataset merge: " + parts[p].path + " records " + what + " " + b + ", " + first.path + " " +
                          a + ": only datasets of the same env merge");
     };
-    differs("env", env_kind_name(m0.env), env_kind_name(m.env));
+    differs("env", m0.env, m.env);
     differs("obs_dim", std::to_string(m0.obs_dim), std::to_string(m.obs_dim));
     differs("num_actions", std::to_string(m0.num_actions), std::to_string(m.num_actions));
     differs("num_envs", std::to_string(m0.num_envs), std::to_string(m.num_envs));
-    if (m0.env == EnvKind::market) {
+    if (m0.env == "market") {
       differs("market config", m0.config.to_json(), m.config.to_json());
       if (parts[p].normalizer.has_value() != first.normalizer.has_value() ||
           (first.normalizer &&

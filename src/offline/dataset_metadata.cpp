@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "run/setup.hpp"
+#include "envs/env_registry.hpp"
 
 #include <limits>
 
@@ -61,9 +61,9 @@ DatasetMetadata parse_dataset_metadata(const std::string& path, const std::map<s
 
   DatasetMetadata m;
   try {
-    m.env = parse_env_kind(r.required("env"));
+    m.env = env_info(r.required("env")).name;
   } catch (const UsageError&) {
-    r.fail("env", quote_excerpt(r.required("env")) + ": expected cartpole or market");
+    r.fail("env", quote_excerpt(r.required("env")) + ": not a registered env (" + registered_env_names() + ")");
   }
   const int int_max = std::numeric_limits<int>::max();
   m.obs_dim = static_cast<int>(r.integer("obs_dim", 1, int_max));
@@ -82,17 +82,15 @@ DatasetMetadata parse_dataset_metadata(const std::string& path, const std::map<s
     const std::string what = e.what();
     throw UsageError(what.compare(0, where.size(), where) == 0 ? what : where + ": " + what);
   }
-  if (m.config.env != m.env)
-    r.fail("config", "describes env " + std::string(env_kind_name(m.config.env)) + ", metadata 'env' says " +
-                         env_kind_name(m.env));
-  const RunSpec spec = run_spec(m.config);
-  if (spec.obs_dim != m.obs_dim || spec.num_actions != m.num_actions)
-    r.fail("config", "its env gives " + std::to_string(spec.obs_dim) + " features and " +
-                         std::to_string(spec.num_actions) + " actions, metadata 'obs_dim' and 'num_actions' say " +
+  if (m.config.env != m.env) r.fail("config", "describes env " + m.config.env + ", metadata 'env' says " + m.env);
+  const EnvSpaces spaces = env_spaces(m.config);
+  if (spaces.obs_dim != m.obs_dim || spaces.num_actions != m.num_actions)
+    r.fail("config", "its env gives " + std::to_string(spaces.obs_dim) + " features and " +
+                         std::to_string(spaces.num_actions) + " actions, metadata 'obs_dim' and 'num_actions' say " +
                          std::to_string(m.obs_dim) + " and " + std::to_string(m.num_actions));
-  if (spec.num_envs != m.num_envs)
-    r.fail("config",
-           "num_envs " + std::to_string(spec.num_envs) + ", metadata 'num_envs' says " + std::to_string(m.num_envs));
+  if (m.config.num_envs != m.num_envs)
+    r.fail("config", "num_envs " + std::to_string(m.config.num_envs) + ", metadata 'num_envs' says " +
+                         std::to_string(m.num_envs));
 
   m.row_order_known = r.optional("row_order") == dataset_row_order;
   m.policy = r.optional("policy");

@@ -6,7 +6,6 @@
 // sizes the metadata states, so an offline trainer can rebuild the env for
 // evaluation from it.
 
-#include "config/env_kind.hpp"
 #include "config/train_config.hpp"
 
 #include <cstdint>
@@ -18,7 +17,7 @@ namespace foxrl {
 /// The metadata a dataset file must carry (format "foxrl.dataset",
 /// format_version "1"), parsed.
 struct DatasetMetadata {
-  EnvKind env = EnvKind::cartpole;
+  std::string env = "cartpole";
   int obs_dim = 0;
   int num_actions = 0;
   int num_envs = 0;              ///< envs stepped side by side while recording

@@ -4,8 +4,8 @@
 // checkpoint.safetensors for the learner's load() (the network of the tiny
 // market trainer, tiny_trainer.hpp; fuzz_seeds writes matching seeds).
 #include "fuzz_support.hpp"
-#include "run/run_manifest.hpp"
 #include "tiny_trainer.hpp"
+#include "train/run_manifest.hpp"
 
 #include <cstddef>
 #include <cstdint>

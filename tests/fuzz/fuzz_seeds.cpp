@@ -5,7 +5,7 @@
 // <root>/config_json/ and <root>/dataset/ (datasets collected in the tiny
 // envs). ci/run-fuzzers.sh adds them to each run's corpus, so the fuzzers
 // start from files of the format this build writes.
-#include "collect/collect.hpp"
+#include "evaluate/collect_dataset.hpp"
 #include "tiny_trainer.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -5,9 +5,8 @@
 // trains them briefly and writes their checkpoints as seeds, so the seeds
 // fit these trainers.
 
-#include "agents/dqn/dqn_trainer.hpp"
-#include "config/env_kind.hpp"
 #include "config/train_config.hpp"
+#include "train/dqn_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -21,7 +20,7 @@ using Trainer = DqnTrainer<Host>;
 /// The config of the tiny trainer of `env` ("cartpole" or "market").
 inline TrainConfig tiny_config(const std::string& env, const std::string& out_dir) {
   TrainConfig c;
-  c.env = parse_env_kind(env);
+  c.env = env;
   c.num_envs = 2;
   c.hidden = {8};
   c.batch_size = 8;

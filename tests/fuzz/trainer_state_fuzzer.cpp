@@ -7,8 +7,8 @@
 // loaded into a fresh trainer that then runs two iterations (collector
 // steps, replay inserts and an update).
 #include "fuzz_support.hpp"
-#include "run/trainer_state.hpp"
 #include "tiny_trainer.hpp"
+#include "train/trainer_state.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -15,13 +15,13 @@
 //                 gradient hook, as OfflineTrainer does.
 // Exit 0 when the checks hold; the failure modes end with the abort's code.
 #include "agents/dqn/dqn_learner.hpp"
+#include "agents/offline/offline_agent.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
 #include "dist/replica_check.hpp"
-#include "offline/offline_agent.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
 #include "views/agents/offline/offline_metrics.hpp"
 

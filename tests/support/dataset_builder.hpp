@@ -87,7 +87,7 @@ struct HostDataset {
   /// The metadata collect writes for this dataset (CartPole's config).
   std::map<std::string, std::string> metadata() const {
     TrainConfig config;
-    config.env = EnvKind::cartpole;
+    config.env = "cartpole";
     config.num_envs = num_envs;
     std::map<std::string, std::string> m;
     m["format"] = "foxrl.dataset";

@@ -7,7 +7,7 @@
 // run and the uninterrupted one; a graph replay and direct launches).
 
 #include "io/safetensors.hpp"
-#include "run/trainer_state.hpp"
+#include "train/trainer_state.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -5,7 +5,6 @@
 // is copied and learning starts in the first epoch. Shared by the resume and
 // state-validation tests.
 
-#include "config/env_kind.hpp"
 #include "config/train_config.hpp"
 
 #include <cstdint>
@@ -15,7 +14,7 @@ namespace foxrl::test {
 
 inline TrainConfig tiny_trainer_config(const std::string& env, const std::string& out_dir, std::int64_t epochs) {
   TrainConfig c;
-  c.env = parse_env_kind(env);
+  c.env = env;
   c.num_envs = 4;
   c.hidden = {16, 16};
   c.batch_size = 16;

@@ -25,8 +25,7 @@ Command add_rollout_command(CLI::App& app) {
   c.seed = 0;
   c.synthetic_bars = 20000;
   c.features = "returns";
-  auto* cmd =
-      app.add_subcommand("rollout", "Replay an action sequence in one environment and write every step to CSV");
+  auto* cmd = app.add_subcommand("rollout", "Replay an action sequence in one environment and write every step to CSV");
   cmd->add_option("--env", c.env, "Environment: a registered env (`foxrl info` lists them)")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed of the reset / start-bar draws")
       ->check(CLI::NonNegativeNumber)  // "-1" would otherwise wrap to 2^64 - 1
@@ -68,8 +67,8 @@ Command add_rollout_command(CLI::App& app) {
     if (!args->initial_state.empty()) options.initial_state = parse_initial_state(args->initial_state);
     options.config.cost_bps = args->cost * 1e4;
     const RolloutTrace trace = run_rollout(options);
-    std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to "
-              << options.out_path << "\n";
+    std::cout << "foxrl rollout: " << trace.size() << " steps of " << trace.env << " written to " << options.out_path
+              << "\n";
     return 0;
   };
 }

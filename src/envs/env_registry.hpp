@@ -17,6 +17,7 @@
 
 #include "config/train_config.hpp"
 #include "core/error.hpp"
+#include "envs/acrobot_env.hpp"
 #include "envs/cartpole_env.hpp"
 #include "market/market_env.hpp"
 #include "views/envs/env_traits.hpp"
@@ -40,7 +41,7 @@ struct EnvTypes {
 
 /// The registered environments, in the order `foxrl info` lists them.
 template <class ExecSpace>
-using RegisteredEnvs = EnvTypes<CartPoleEnv<ExecSpace>, MarketEnv<ExecSpace>>;
+using RegisteredEnvs = EnvTypes<CartPoleEnv<ExecSpace>, MarketEnv<ExecSpace>, AcrobotEnv<ExecSpace>>;
 
 /// Host facts of a registered env, for code that builds no env (config
 /// checks, dataset metadata, reports, `foxrl info`).
@@ -124,7 +125,8 @@ class EnvData {
   /// The data of `config`'s env (Env::make_data). Setup: may fence.
   EnvData(const ExecSpace& space, const TrainConfig& config) : index_(env_index(config.env)) {
     with_registered_env<ExecSpace>(index_, [&](auto i) {
-      data_.template emplace<decltype(i)::value>(RegisteredEnv<ExecSpace, decltype(i)::value>::make_data(space, config));
+      data_.template emplace<decltype(i)::value>(
+          RegisteredEnv<ExecSpace, decltype(i)::value>::make_data(space, config));
     });
   }
   std::size_t index() const { return index_; }
@@ -133,7 +135,8 @@ class EnvData {
   const typename Env::Data* of() const {
     const typename Env::Data* found = nullptr;
     with_registered_env<ExecSpace>(index_, [&](auto i) {
-      if constexpr (std::is_same_v<RegisteredEnv<ExecSpace, decltype(i)::value>, Env>) found = &std::get<decltype(i)::value>(data_);
+      if constexpr (std::is_same_v<RegisteredEnv<ExecSpace, decltype(i)::value>, Env>)
+        found = &std::get<decltype(i)::value>(data_);
     });
     return found;
   }

@@ -27,8 +27,6 @@
 namespace foxrl {
 namespace {
 
-
-
 /// "<split>_epoch-<N>", plus "_<data file stem>" for --data (letters,
 /// digits, '-' and '.' kept, anything else '_').
 std::string output_stem(const std::string& split, std::int64_t epoch, const std::string& data) {
@@ -47,14 +45,13 @@ void refuse_market_options(const EvaluateOptions& args, std::string env) {
     throw UsageError(std::string(!args.data.empty()            ? "--data"
                                  : args.allow_implausible_bars ? "--allow-implausible-bars"
                                                                : "--cost-bps") +
-                     ": the run " + args.run_dir + " trained on " + env +
-                     "; market data options are for market runs");
+                     ": the run " + args.run_dir + " trained on " + env + "; market data options are for market runs");
 }
 
 /// Prints the summary of greedy episodes and writes
 /// evaluation_episodes_epoch-<epoch>.json.
-void report_episodes(std::string& out_text, const EvaluateOptions& args, const EpisodeEvaluation& e, std::string env, std::int64_t epoch,
-                     std::uint64_t seed) {
+void report_episodes(std::string& out_text, const EvaluateOptions& args, const EpisodeEvaluation& e, std::string env,
+                     std::int64_t epoch, std::uint64_t seed) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "greedy policy, %d episodes: return %.2f +- %.2f (min %.0f, max %.0f), mean length %.1f steps\n",
@@ -83,8 +80,8 @@ void report_episodes(std::string& out_text, const EvaluateOptions& args, const E
 /// files under names of the split, checkpoint and data file: evaluations
 /// of other checkpoints or data never overwrite each other (nor the
 /// evaluation.json of the training run).
-void report_market(std::string& out_text, const EvaluateOptions& args, const MarketSetup& data, const EvaluationReport& report, std::int64_t epoch,
-                   const std::string& label = "") {
+void report_market(std::string& out_text, const EvaluateOptions& args, const MarketSetup& data,
+                   const EvaluationReport& report, std::int64_t epoch, const std::string& label = "") {
   out_text += data.describe() + "\n" + report.table();
   if (!args.cost_bps.empty()) out_text += "\n" + cost_sensitivity_table(report, args.cost_bps);
   const std::string out = args.out_dir.empty() ? args.run_dir : args.out_dir;
@@ -94,8 +91,8 @@ void report_market(std::string& out_text, const EvaluateOptions& args, const Mar
   write_file_atomically(out + "/evaluation_" + name + "_backtest.csv", report.backtest_csv());
   write_file_atomically(out + "/equity_" + name + ".svg",
                         report.svg(label == "_best" ? "best weights, epoch " + std::to_string(epoch) : ""));
-  out_text += "wrote " + out + "/evaluation_" + name + ".json, evaluation_" + name + "_backtest.csv and equity_" + name +
-              ".svg\n";
+  out_text += "wrote " + out + "/evaluation_" + name + ".json, evaluation_" + name + "_backtest.csv and equity_" +
+              name + ".svg\n";
 }
 
 /// A checkpoint generation of `foxrl train-offline`: its learner, rebuilt
@@ -155,7 +152,8 @@ std::string run_episode_eval(const EvaluateOptions& args, const std::string& che
   const std::string weights = checkpoint + "/checkpoint.safetensors";
   manifest.identity.check_metadata(learner.load(space, weights), weights);
   const EnvData<Exec> data(space, manifest.config);
-  VectorEnv<Exec> env = make_vector_env(space, manifest.config, data, args.episodes, manifest.config.seed + 1, EnvSplit::test);
+  VectorEnv<Exec> env =
+      make_vector_env(space, manifest.config, data, args.episodes, manifest.config.seed + 1, EnvSplit::test);
   const auto greedy = [&](const Exec& s, const typename VectorEnv<Exec>::obs_view& obs,
                           const Kokkos::View<std::int32_t*, Exec::memory_space>& actions) {
     learner.greedy_actions(s, ConstMatrix<Exec::memory_space>(obs), actions);
@@ -207,6 +205,5 @@ EvaluationSummary evaluate_run(const EvaluateOptions& args) {
   report_market(text, args, market.data, report, manifest.epoch, args.weights == "best" ? "_best" : "");
   return {text};
 }
-
 
 }  // namespace foxrl

@@ -34,8 +34,7 @@ void run_seed_study(const TrainRequest& request, TrainConfig config, TrainingObs
 }  // namespace
 
 void run_train_request(const TrainRequest& request, TrainingObserver& observer) {
-  TrainConfig config =
-      request.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(request.config_file);
+  TrainConfig config = request.config_file.empty() ? TrainConfig{} : TrainConfig::from_json_file(request.config_file);
   config.apply_overrides(request.overrides);
   if (request.walk_forward) {
     const WalkForwardSpec spec = parse_walk_forward_spec(*request.walk_forward);

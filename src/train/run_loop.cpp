@@ -28,13 +28,13 @@ void keep_metrics_until(const std::string& path, std::int64_t last_epoch) {
 Error epoch_failure(std::int64_t epoch, const std::exception& e, std::int64_t checkpointed,
                     const std::string& out_dir) {
   const std::string kernel = KernelCheck::last_kernel();
-  return Error("epoch " + std::to_string(epoch) + " failed: " + one_line_message(e.what()) +
-               (kernel.empty() ? "" : " (last kernel launched: '" + kernel + "')") + "\n  " +
-               (checkpointed > 0 ? "the checkpoint of epoch " + std::to_string(checkpointed) + " in " + out_dir +
-                                       " is intact: continue with --resume"
-                                 : std::string("no checkpoint was written yet")) +
-               (KernelCheck::installed() ? std::string()
-                                         : "; rerun with FOXRL_CHECK_KERNELS=1 to name the failing kernel"));
+  return Error(
+      "epoch " + std::to_string(epoch) + " failed: " + one_line_message(e.what()) +
+      (kernel.empty() ? "" : " (last kernel launched: '" + kernel + "')") + "\n  " +
+      (checkpointed > 0 ? "the checkpoint of epoch " + std::to_string(checkpointed) + " in " + out_dir +
+                              " is intact: continue with --resume"
+                        : std::string("no checkpoint was written yet")) +
+      (KernelCheck::installed() ? std::string() : "; rerun with FOXRL_CHECK_KERNELS=1 to name the failing kernel"));
 }
 
 }  // namespace foxrl::detail

@@ -103,8 +103,7 @@ namespace detail {
 void keep_metrics_until(const std::string& path, std::int64_t last_epoch);
 /// The Error of epoch `epoch` failing with `e`: the reason on one line, the
 /// last kernel launched where known, and which checkpoint is intact.
-Error epoch_failure(std::int64_t epoch, const std::exception& e, std::int64_t checkpointed,
-                    const std::string& out_dir);
+Error epoch_failure(std::int64_t epoch, const std::exception& e, std::int64_t checkpointed, const std::string& out_dir);
 }  // namespace detail
 
 template <class Job>
@@ -196,8 +195,7 @@ class RunLoop {
         job_.notify_epoch(record);
       }
       const std::string stop = job_.stop_line(summary, record);
-      const bool checkpoint =
-          job_.epoch() % job_.config().checkpoint_every == 0 || e + 1 == epochs || !stop.empty();
+      const bool checkpoint = job_.epoch() % job_.config().checkpoint_every == 0 || e + 1 == epochs || !stop.empty();
       if (checkpoint && !writer) {
         job_.join_checkpoint();  // adds this rank's part to the generation rank 0 publishes
         checkpointed = job_.epoch();
@@ -205,8 +203,9 @@ class RunLoop {
         // The logs' lengths go into the checkpoint: a resume cuts them back.
         log_.flush();
         metrics_.flush();
-        const std::map<std::string, std::int64_t> log_bytes = {{"train.log", file_bytes(out_dir + "/train.log")},
-                                                               {"metrics.jsonl", file_bytes(out_dir + "/metrics.jsonl")}};
+        const std::map<std::string, std::int64_t> log_bytes = {
+            {"train.log", file_bytes(out_dir + "/train.log")},
+            {"metrics.jsonl", file_bytes(out_dir + "/metrics.jsonl")}};
         store.publish(
             job_.epoch(), [&](const std::string& dir) { job_.save_checkpoint(dir, log_bytes); },
             static_cast<int>(job_.config().keep_checkpoints));
@@ -293,7 +292,6 @@ class RunLoop {
   bool open_ = false;
   std::vector<std::string> pending_;  ///< lines said before the log was opened
 };
-
 
 template <class Job>
 void RunLoop<Job>::keep_metrics_until(const std::string& path, std::int64_t last_epoch) {

@@ -30,7 +30,7 @@
 #include "core/host_mirror.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "kernel_trace.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 

@@ -6,7 +6,7 @@
 #include "evaluate/collect_dataset.hpp"
 #include "io/safetensors.hpp"
 #include "support/test_spaces.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // float64 loss (tests/support/reference_offline.hpp over the float64 MLP of
 // reference_dqn.hpp), both target schemes, the stationary point of the CQL
 // objective on a one-state dataset (solved by Newton's method in float64),
-// a one-instance audit of an update, checkpoints and their errors, config
-// and batch errors.
+// config and batch errors (the audit of an update and the checkpoints are
+// the learner contract's, tests/test_learner_contract.cpp).
 
 #include "agents/offline/bc_learner.hpp"
 #include "agents/offline/cql_learner.hpp"
@@ -81,43 +81,6 @@ GradCheck check_gradients(const RefNet& net, const std::vector<float>& grads,
     c.norm_sq += fd * fd;
   }
   return c;
-}
-
-std::string temp_path(const std::string& stem, const char* space) {
-  return (std::filesystem::temp_directory_path() /
-          ("foxrl_" + stem + "_" + std::to_string(::getpid()) + "_" + space + ".safetensors"))
-      .string();
-}
-
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-/// Everything a CqlLearner's checkpoint holds, on the host.
-struct CqlState {
-  std::vector<float> params, target, m, v;
-  std::int64_t step = 0, updates = 0;
-  bool operator==(const CqlState& o) const {
-    return params == o.params && target == o.target && m == o.m && v == o.v && step == o.step && updates == o.updates;
-  }
-};
-
-template <class Exec>
-CqlState state_of(const Exec& space, const foxrl::CqlLearner<Exec>& l) {
-  CqlState s;
-  s.params = flat_host(space, l.params().flat);
-  s.target = flat_host(space, l.target().params().flat);
-  s.m = flat_host(space, l.optimizer().m());
-  s.v = flat_host(space, l.optimizer().v());
-  s.step = foxrl::test::to_host(space, l.optimizer().step())();
-  s.updates = l.updates();
-  return s;
 }
 
 }  // namespace
@@ -412,169 +375,6 @@ TEMPLATE_TEST_CASE("CQL on a one-state dataset converges to the stationary point
     }
     CHECK(greedy == 3);
   }
-}
-
-TEMPLATE_TEST_CASE("a CQL update and greedy actions run on the context's instance", "[cql][audit]", FOXRL_TEST_SPACES) {
-  using Exec = TestType;
-  using Mem = typename Exec::memory_space;
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
-    auto config = small_config(backend);
-    config.target_update_every = 2;  // the audited update makes a hard copy
-    foxrl::CqlLearner<Exec> learner(space, config);
-    const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 1));
-    Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 20);
-    Kokkos::View<float**, Kokkos::LayoutRight, Mem> q("foxrl::test::q", 20, 3);
-    auto states = foxrl::test::to_device(space, foxrl::test::random_batch(20, 5, 3, 2).states, 20, 5);
-    // Warm-up: Kokkos sizes its internal scratch on first use of a kernel.
-    learner.update(space, batch);
-    learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
-    learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q));
-    context.fence("test::warm");
-    const auto record = foxrl::audit([&] {
-      learner.update(space, batch);
-      learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
-      learner.q_values(space, foxrl::ConstMatrix<Mem>(states), foxrl::MutableMatrix<Mem>(q));
-      context.fence("test::done");
-    });
-    const auto id = foxrl::tools_device_id(space);
-    INFO("backend " << foxrl::to_string(backend));
-    for (const auto& a : record.allocations) UNSCOPED_INFO("allocated: " << a.label << " in " << a.space);
-    CHECK(record.allocations.empty());  // nothing allocated in the hot path
-    CHECK(record.launches_off(id).empty());
-    CHECK(record.fences_off(id).empty());
-    if (backend == foxrl::DenseBackend::portable) {
-      // Kokkos Kernels' own kernels carry its labels; foxrl's must carry foxrl's.
-      const auto violations = record.violations(id);
-      INFO("first: " << (violations.empty() ? "" : violations.front()));
-      CHECK(violations.empty());
-    }
-    CHECK(!record.launches.empty());
-    CHECK(learner.updates() == 2);
-    CHECK(flat_host(space, learner.target().params().flat) == flat_host(space, learner.params().flat));
-  }
-}
-
-TEMPLATE_TEST_CASE("CQL checkpoints: save then load restores the network, target, Adam state and counter", "[cql][io]",
-                   FOXRL_TEST_SPACES) {
-  using Exec = TestType;
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  auto config = small_config(foxrl::DenseBackend::portable);
-  config.target_update_every = 4;  // the 4th update, after the load, copies
-  foxrl::CqlLearner<Exec> a(space, config);
-  const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 4));
-  for (int i = 0; i < 3; ++i) a.update(space, batch);
-  const std::string path = temp_path("cql", Exec::name());
-  a.save(space, path, {{"run", "test"}});
-
-  auto other = config;
-  other.seed = 1;
-  foxrl::CqlLearner<Exec> b(space, other);
-  REQUIRE(!(state_of(space, b) == state_of(space, a)));
-  const auto metadata = b.load(space, path);
-  CHECK(metadata.at("run") == "test");
-  CHECK(metadata.at("format") == "foxrl-cql");
-  CHECK(state_of(space, b) == state_of(space, a));
-  CHECK(b.updates() == 3);
-
-  // Training on from the checkpoint equals training on without it, bit for
-  // bit (the hard copy of update 4 included).
-  for (int i = 0; i < 2; ++i) {
-    a.update(space, batch);
-    b.update(space, batch);
-  }
-  CHECK(state_of(space, b) == state_of(space, a));
-  CHECK(flat_host(space, b.target().params().flat) != flat_host(space, b.params().flat));  // copied at 4, stepped at 5
-  std::remove(path.c_str());
-}
-
-TEMPLATE_TEST_CASE("CQL load refuses a bad file with a UsageError naming it and changes nothing", "[cql][io]",
-                   FOXRL_TEST_SPACES) {
-  using Exec = TestType;
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  const auto config = small_config(foxrl::DenseBackend::portable);
-  const auto batch = to_device(space, foxrl::test::random_batch(16, 5, 3, 4));
-  foxrl::CqlLearner<Exec> learner(space, config);
-  learner.update(space, batch);
-  const auto before = state_of(space, learner);
-
-  const auto refused = [&](const std::string& path, const std::string& why) {
-    INFO(why);
-    try {
-      learner.load(space, path);
-      FAIL("load accepted " << path);
-    } catch (const foxrl::UsageError& e) {
-      INFO(e.what());
-      CHECK(std::string(e.what()).find(path) != std::string::npos);
-    }
-    CHECK(state_of(space, learner) == before);
-  };
-
-  // Another architecture.
-  {
-    auto wider = config;
-    wider.hidden = {8, 3};
-    foxrl::CqlLearner<Exec> w(space, wider);
-    const auto path = temp_path("cql_wider", Exec::name());
-    w.save(space, path);
-    refused(path, "wider hidden layer");
-    std::remove(path.c_str());
-  }
-  // A truncated and a corrupted copy of a good file.
-  {
-    foxrl::CqlLearner<Exec> good(space, config);
-    good.update(space, batch);
-    const auto path = temp_path("cql_good", Exec::name());
-    good.save(space, path);
-    const auto bytes = read_bytes(path);
-    REQUIRE(bytes.size() > 64);
-    const auto cut = temp_path("cql_truncated", Exec::name());
-    write_bytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + std::ptrdiff_t(bytes.size() / 2)));
-    refused(cut, "truncated");
-    auto flipped = bytes;
-    flipped[flipped.size() - 5] ^= 0x10;  // inside the last tensor's data
-    const auto bad = temp_path("cql_corrupt", Exec::name());
-    write_bytes(bad, flipped);
-    refused(bad, "corrupted");
-    // The right tensors under another learner's format: refused by the
-    // format alone, and the message says so.
-    auto file = foxrl::safetensors::read(path);
-    file.metadata["format"] = "foxrl-iql";
-    const auto relabelled = temp_path("cql_relabelled", Exec::name());
-    foxrl::safetensors::write(relabelled, file);
-    refused(relabelled, "another format");
-    CHECK_THROWS_WITH(learner.load(space, relabelled), Catch::Contains("'format' is 'foxrl-iql'"));
-    for (const auto& p : {path, cut, bad, relabelled}) std::remove(p.c_str());
-  }
-  // Checkpoints of the other offline learners, same shapes.
-  {
-    foxrl::IqlLearnerConfig ic;
-    ic.obs_dim = config.obs_dim;
-    ic.hidden = config.hidden;
-    ic.num_actions = config.num_actions;
-    ic.max_batch = config.max_batch;
-    foxrl::IqlLearner<Exec> iql(space, ic);
-    const auto path = temp_path("cql_from_iql", Exec::name());
-    iql.save(space, path);
-    refused(path, "an IQL checkpoint");
-    std::remove(path.c_str());
-  }
-  {
-    foxrl::BcLearnerConfig bc;
-    bc.obs_dim = config.obs_dim;
-    bc.hidden = config.hidden;
-    bc.num_actions = config.num_actions;
-    bc.max_batch = config.max_batch;
-    foxrl::BcLearner<Exec> bcl(space, bc);
-    const auto path = temp_path("cql_from_bc", Exec::name());
-    bcl.save(space, path);
-    refused(path, "a BC checkpoint");
-    std::remove(path.c_str());
-  }
-  refused(temp_path("cql_missing", Exec::name()), "a missing file");
 }
 
 TEST_CASE("CqlLearnerConfig::validate names each bad field", "[cql][config]") {

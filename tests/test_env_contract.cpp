@@ -41,7 +41,8 @@ foxrl::TrainConfig contract_config(const std::string& env) {
 std::vector<std::int32_t> random_actions(int steps, int n, int num_actions, std::uint64_t seed) {
   std::vector<std::int32_t> a(static_cast<std::size_t>(steps) * n);
   for (std::size_t k = 0; k < a.size(); ++k)
-    a[k] = static_cast<std::int32_t>(foxrl::kernels::counter_index(seed, 0, k, static_cast<std::uint32_t>(num_actions)));
+    a[k] =
+        static_cast<std::int32_t>(foxrl::kernels::counter_index(seed, 0, k, static_cast<std::uint32_t>(num_actions)));
   return a;
 }
 

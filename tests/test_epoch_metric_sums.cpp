@@ -5,7 +5,7 @@
 // identical run and takes the means in float64 in the same order.
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -112,7 +112,7 @@ TEST_CASE("continuous backtest: one episode over the whole split, the env's rewa
   config.buffer_capacity = 64;
   const foxrl::RunSpec spec = foxrl::run_spec(config);
   const auto market = foxrl::MarketEnv<Exec>::make_data(space, config);
-  foxrl::DqnLearner<Exec> learner(space, foxrl::inference_learner_config(spec, 4));
+  foxrl::DqnLearner<Exec> learner(space, foxrl::DqnLearner<Exec>::inference_config_for(config, spec.spaces(), 4));
   auto adapter = foxrl::make_adapter(space, spec);
   const foxrl::MarketSplit split = market.data.splits.test;
   REQUIRE(split.begin > spec.market_env.observation.min_decision_bar());

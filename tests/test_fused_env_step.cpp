@@ -9,7 +9,7 @@
 #include "support/device_copy.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <catch2/catch.hpp>

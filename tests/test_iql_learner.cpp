@@ -1,8 +1,9 @@
 // IqlLearner: one update's gradients of all four networks against central
 // differences of the float64 losses (tests/support/reference_offline.hpp
 // over the float64 MLP of reference_dqn.hpp), the Polyak targets, a small
-// MDP whose expectile fixed points are known in closed form, checkpoints,
-// config errors and a one-instance audit of an update.
+// MDP whose expectile fixed points are known in closed form, config errors
+// (the audit of an update and the checkpoints are the learner contract's,
+// tests/test_learner_contract.cpp).
 
 #include "agents/offline/iql_learner.hpp"
 #include "core/execution_context.hpp"
@@ -362,82 +363,6 @@ TEMPLATE_TEST_CASE("IQL on a small MDP: expectile 0.5 gives the behaviour values
       CHECK(greedy[s] == 1);  // moving right is optimal in every state
     }
   }
-}
-
-TEMPLATE_TEST_CASE("an IQL update and greedy actions run on the context's instance", "[iql][audit]",
-                   FOXRL_TEST_SPACES) {
-  using Exec = TestType;
-  using Mem = typename Exec::memory_space;
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  for (const auto backend : {foxrl::DenseBackend::portable, foxrl::DenseBackend::blas}) {
-    foxrl::IqlLearner<Exec> learner(space, small_config(backend));
-    const auto batch = to_device(space, foxrl::test::random_batch(32, 5, 3, 1));
-    Kokkos::View<std::int32_t*, Mem> actions("foxrl::test::actions", 40);
-    auto states = foxrl::test::to_device(space, foxrl::test::random_batch(40, 5, 3, 2).states, 40, 5);
-    // Warm-up: Kokkos sizes its internal scratch on first use of a kernel.
-    learner.update(space, batch);
-    learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
-    context.fence("test::warm");
-    const auto record = foxrl::audit([&] {
-      learner.update(space, batch);
-      learner.greedy_actions(space, foxrl::ConstMatrix<Mem>(states), actions);
-      context.fence("test::done");
-    });
-    const auto id = foxrl::tools_device_id(space);
-    INFO("backend " << foxrl::to_string(backend));
-    for (const auto& a : record.allocations) UNSCOPED_INFO("allocated: " << a.label << " in " << a.space);
-    CHECK(record.allocations.empty());  // nothing allocated in the hot path
-    CHECK(record.launches_off(id).empty());
-    CHECK(record.fences_off(id).empty());
-    if (backend == foxrl::DenseBackend::portable) {
-      // Kokkos Kernels' own kernels carry its labels; foxrl's must carry foxrl's.
-      const auto violations = record.violations(id);
-      INFO("first: " << (violations.empty() ? "" : violations.front()));
-      CHECK(violations.empty());
-    }
-    CHECK(!record.launches.empty());
-  }
-}
-
-TEMPLATE_TEST_CASE("IQL checkpoints: save then load restores every network, target and Adam state", "[iql][io]",
-                   FOXRL_TEST_SPACES) {
-  using Exec = TestType;
-  foxrl::ExecutionContext<Exec> context;
-  const auto& space = context.space();
-  const auto config = small_config(foxrl::DenseBackend::portable);
-  foxrl::IqlLearner<Exec> a(space, config);
-  const auto batch = to_device(space, foxrl::test::random_batch(32, 5, 3, 4));
-  for (int i = 0; i < 3; ++i) a.update(space, batch);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("foxrl_iql_" + std::to_string(::getpid()) + "_" + Exec::name() + ".safetensors"))
-                               .string();
-  a.save(space, path, {{"run", "test"}});
-
-  auto other = config;
-  other.seed = 1;
-  foxrl::IqlLearner<Exec> b(space, other);
-  const auto metadata = b.load(space, path);
-  CHECK(metadata.at("run") == "test");
-  CHECK(b.updates() == 3);
-  for (const auto k : {IqlNetwork::value, IqlNetwork::q1, IqlNetwork::q2, IqlNetwork::policy}) {
-    CHECK(flat_host(space, b.params(k).flat) == flat_host(space, a.params(k).flat));
-    CHECK(flat_host(space, b.optimizer(k).m()) == flat_host(space, a.optimizer(k).m()));
-    CHECK(flat_host(space, b.optimizer(k).v()) == flat_host(space, a.optimizer(k).v()));
-    CHECK(foxrl::test::to_host(space, b.optimizer(k).step())() == 3);
-  }
-  for (int t = 0; t < 2; ++t)
-    CHECK(flat_host(space, b.target(t).params().flat) == flat_host(space, a.target(t).params().flat));
-
-  // Another architecture refuses the file and keeps its own weights.
-  auto wider = config;
-  wider.hidden = {8, 6};
-  foxrl::IqlLearner<Exec> c(space, wider);
-  const auto before = flat_host(space, c.params(IqlNetwork::value).flat);
-  CHECK_THROWS_AS(c.load(space, path), foxrl::UsageError);
-  CHECK(flat_host(space, c.params(IqlNetwork::value).flat) == before);
-  CHECK(c.updates() == 0);
-  std::remove(path.c_str());
 }
 
 TEST_CASE("IqlLearnerConfig::validate names each bad field", "[iql][config]") {

@@ -15,7 +15,7 @@
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 #include "train/trainer_state.hpp"
 
 #include <catch2/catch.hpp>
@@ -33,7 +33,7 @@ void host_counter_iteration(foxrl::DqnTrainer<Exec>& t, std::int64_t& global_ste
                             std::int64_t& updates) {
   const auto& c = t.config();
   const auto& space = t.context().space();
-  if (t.collector().step(space, global_step)) t.replay().insert(space, t.collector().nstep().output());
+  if (t.collector().step(space, t.learner(), global_step)) t.replay().insert(space, t.collector().nstep().output());
   global_step += c.num_envs;
   const bool due =
       global_step >= c.learning_starts && iteration % c.train_every == 0 && t.replay().size() >= c.batch_size;

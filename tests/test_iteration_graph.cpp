@@ -11,7 +11,7 @@
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "support/tiny_trainer_config.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

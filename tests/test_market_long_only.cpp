@@ -55,7 +55,7 @@ TEST_CASE("positions key: parsed, documented, omitted from a default config, mar
   CHECK(nlohmann::json::parse(config.to_json())["positions"] == "long_only");
   const foxrl::RunSpec spec = foxrl::run_spec(config);
   CHECK(spec.num_actions == 2);
-  CHECK(spec.learner.num_actions == 2);
+  CHECK(foxrl::DqnLearner<Kokkos::DefaultHostExecutionSpace>::config_for(config, spec.spaces()).num_actions == 2);
   CHECK(spec.market_env.min_position() == 0);
   CHECK_THROWS_WITH(config.apply_overrides({"positions=both"}), Catch::Contains("positions"));
   foxrl::TrainConfig cartpole;

@@ -111,8 +111,13 @@ TEST_CASE("offline config: defaults, JSON and --set, errors naming the key", "[o
   const auto again = foxrl::OfflineTrainConfig::from_json_text(c.to_json(), "again");
   CHECK(again.to_json() == c.to_json());
 
-  CHECK_THROWS_WITH(foxrl::OfflineTrainConfig::from_json_text(R"({"algo": "dqn"})", "a.json"),
-                    Catch::Contains("a.json") && Catch::Contains("'algo'") && Catch::Contains("not one of"));
+  // The config layer knows no learner; the offline registry refuses an
+  // online one where a run is set up (before its directory is touched).
+  auto dqn = foxrl::OfflineTrainConfig::from_json_text(R"({"algo": "dqn", "dataset": "d.safetensors"})", "a.json");
+  dqn.out_dir = (std::filesystem::temp_directory_path() / "foxrl_never_created_by_offline_config_test").string();
+  CHECK_THROWS_WITH(foxrl::OfflineTrainingRun(dqn).run(),
+                    Catch::Contains("algo 'dqn': not a registered offline algorithm (iql, cql, bc)"));
+  CHECK_FALSE(std::filesystem::exists(dqn.out_dir));
   CHECK_THROWS_WITH(foxrl::OfflineTrainConfig::from_json_text(R"({"expectile": 1.0})", "b.json"),
                     Catch::Contains("'expectile'") && Catch::Contains("out of range"));
   CHECK_THROWS_WITH(foxrl::OfflineTrainConfig::from_json_text(R"({"epsilon": 0.1})", "c.json"),

@@ -3,7 +3,7 @@
 // and the spec `foxrl eval` rebuilds from checkpoint.json agree on the
 // observation size, the feature window and the normaliser's mask.
 #include "evaluate/policy.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 #include "train/run_manifest.hpp"
 #include "train/run_spec.hpp"
 
@@ -56,7 +56,7 @@ TEST_CASE("the run setup gives train, policy and eval the same components", "[se
   CHECK(train.env == env);
   CHECK(train.obs_dim == trainer.env().obs_dim());
   CHECK(train.num_actions == trainer.env().num_actions());
-  CHECK(train.learner.obs_dim == train.obs_dim);
+  CHECK(trainer.learner().config().obs_dim == train.obs_dim);
   CHECK(train.replay.obs_dim == train.obs_dim);
 
   foxrl::ExecutionContext<Exec> context;
@@ -74,7 +74,6 @@ TEST_CASE("the run setup gives train, policy and eval the same components", "[se
     CHECK(other->market_env.observation.set == train.market_env.observation.set);
     CHECK(other->market_env.observation.window == train.market_env.observation.window);
     CHECK(other->market_env.cost == train.market_env.cost);
-    CHECK(other->learner.hidden == train.learner.hidden);
   }
   CHECK(policy.obs_dim() == trainer.env().obs_dim());
   CHECK(policy.num_actions() == trainer.env().num_actions());

@@ -9,7 +9,7 @@
 #include "evaluate/policy.hpp"
 #include "io/safetensors.hpp"
 #include "support/reference_dqn.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include "support/tiny_trainer_config.hpp"
 

@@ -8,7 +8,7 @@
 #include "core/kokkos_tools_audit.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // run goes on, the guard reports what it rejected and restored, and every
 // weight, Adam moment and the replay's sum tree end finite.
 #include "support/test_spaces.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 #include "train/training_log.hpp"
 
 #include <catch2/catch.hpp>

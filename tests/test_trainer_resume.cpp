@@ -4,7 +4,7 @@
 // directory is refused with a message naming the file, tensor or key.
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include "support/same_checkpoint.hpp"
 #include "support/tiny_trainer_config.hpp"

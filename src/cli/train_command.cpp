@@ -1,5 +1,6 @@
 // foxrl train: one run, a seed study or a walk-forward
 // (study/train_request.hpp); this file parses the arguments and prints the log.
+#include "agents/learner_registry.hpp"
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "envs/env_registry.hpp"
@@ -27,7 +28,8 @@ struct PrintLines : TrainingObserver {
 int run_train(TrainArgs args) {
   if (args.help_config) {
     std::cout << "foxrl train configuration keys (JSON file via --config, or --set key=value):\n"
-              << TrainConfig::describe() << "registered envs: " << registered_env_names() << "\n";
+              << TrainConfig::describe() << "registered envs: " << registered_env_names()
+              << "\nregistered online algorithms: " << online_learner_names() << "\n";
     return 0;
   }
   args.request.start = args.auto_resume ? RunStart::auto_resume : run_start(args.resume, args.overwrite);

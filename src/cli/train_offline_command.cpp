@@ -1,5 +1,6 @@
 // foxrl train-offline: an offline run (train/offline_training_run.hpp); this
 // file parses the arguments and prints the log.
+#include "agents/learner_registry.hpp"
 #include "cli/commands.hpp"
 #include "train/offline_training_run.hpp"
 
@@ -23,7 +24,7 @@ struct TrainOfflineArgs {
 int run_train_offline(const TrainOfflineArgs& args) {
   if (args.help_config) {
     std::cout << "foxrl train-offline configuration keys (JSON file via --config, or --set key=value):\n"
-              << OfflineTrainConfig::describe();
+              << OfflineTrainConfig::describe() << "registered offline algorithms: " << offline_learner_names() << "\n";
     return 0;
   }
   // --algo and --dataset are the config keys of the same names, set before --set.
@@ -45,11 +46,10 @@ Command add_train_offline_command(CLI::App& app) {
   auto args = std::make_shared<TrainOfflineArgs>();
   auto* cmd = app.add_subcommand(
       "train-offline",
-      "Train an offline agent (IQL, CQL or BC) on a dataset of `foxrl collect`, evaluating it in the "
+      "Train an offline agent (IQL, CQL, BC, ...) on a dataset of `foxrl collect`, evaluating it in the "
       "dataset's env");
   cmd->add_option("--dataset", args->dataset, "Dataset file of `foxrl collect` (the config key dataset)");
-  cmd->add_option("--algo", args->algo, "Algorithm (the config key algo; default iql)")
-      ->check(CLI::IsMember({"iql", "cql", "bc"}));
+  cmd->add_option("--algo", args->algo, "Algorithm: a registered offline learner (the config key algo; default iql)");
   cmd->add_option("--config", args->config_file, "JSON config file (keys: see --help-config)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", args->overrides, "Override a config key: --set key=value (repeatable)");

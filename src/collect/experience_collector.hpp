@@ -6,7 +6,6 @@
 // finished n-step transitions (nstep().output()) are the caller's to insert,
 // so that insert is a phase of its own.
 
-#include "agents/dqn/dqn_learner.hpp"
 #include "collect/action_selector.hpp"
 #include "collect/nstep_accumulator.hpp"
 #include "core/environment_switch.hpp"
@@ -27,12 +26,12 @@ class ExperienceCollector {
   using action_view = Kokkos::View<std::int32_t*, memory_space>;
 
   /// The collector uses the components; it owns none of them. `adapter` may
-  /// be null (observations go to the network as the env gives them).
-  ExperienceCollector(const ExecSpace& space, VectorEnv<ExecSpace>& env, DqnLearner<ExecSpace>& learner,
-                      const ActionSelector<ExecSpace>& selector, SignalAdapter<ExecSpace>* adapter, int n_step,
-                      float gamma)
+  /// be null (observations go to the network as the env gives them). The
+  /// policy that acts comes with each step: any learner with
+  /// greedy_actions_then (e.g. DqnLearner).
+  ExperienceCollector(const ExecSpace& space, VectorEnv<ExecSpace>& env, const ActionSelector<ExecSpace>& selector,
+                      SignalAdapter<ExecSpace>* adapter, int n_step, float gamma)
       : env_(env),
-        learner_(learner),
         selector_(selector),
         adapter_(adapter),
         nstep_(space, env.num_envs(), env.obs_dim(), n_step, gamma),
@@ -57,12 +56,14 @@ class ExperienceCollector {
     }
   }
 
-  /// One vectorized step of every env; `global_step` = env steps taken
-  /// before it (the epsilon schedule's clock). Returns whether every env
-  /// finished an n-step transition (false while the windows fill): then
-  /// nstep().output() holds them until the next step.
-  bool step(const ExecSpace& space, std::int64_t global_step) {
-    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_),
+  /// One vectorized step of every env, epsilon-greedy around `policy`'s
+  /// greedy actions; `global_step` = env steps taken before it (the epsilon
+  /// schedule's clock). Returns whether every env finished an n-step
+  /// transition (false while the windows fill): then nstep().output()
+  /// holds them until the next step.
+  template <class Policy>
+  bool step(const ExecSpace& space, Policy& policy, std::int64_t global_step) {
+    return step_then_push(space, policy, selector_.greedy_choice(greedy_, global_step, actions_),
                           kernels::CounterRead::host(nstep_.steps_pushed()));
   }
 
@@ -72,18 +73,20 @@ class ExperienceCollector {
   /// the device, the same bits as the host's). Only launches: the trainer
   /// may capture this call in a graph (count_replayed_step() then stands
   /// for it on each replay).
-  bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed) {
-    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed);
+  template <class Policy>
+  bool step(const ExecSpace& space, Policy& policy, kernels::CounterRead global_step,
+            kernels::CounterRead nstep_pushed) {
+    return step_then_push(space, policy, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed);
   }
 
   /// The same, with `after(team)` run once the step's record is complete,
   /// in the record's own launch where one team records (a few envs), else in
   /// a one-team launch of its own (kernels::record_step): e.g. the replay's
   /// insert of what the step emitted (ReplayBuffer::insert_in_team).
-  template <class After>
-  bool step(const ExecSpace& space, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed,
+  template <class Policy, class After>
+  bool step(const ExecSpace& space, Policy& policy, kernels::CounterRead global_step, kernels::CounterRead nstep_pushed,
             const After& after) {
-    return step_then_push(space, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed, after);
+    return step_then_push(space, policy, selector_.greedy_choice(greedy_, global_step, actions_), nstep_pushed, after);
   }
 
   /// The host side of a step whose launches ran in a replayed graph.
@@ -111,8 +114,8 @@ class ExperienceCollector {
   /// observations acted on in acted_on_ for the n-step record, both inside
   /// the env's own launch: a selection launch and a copy beforehand would
   /// each be one more node on the iteration's chain.
-  template <class After = kernels::NothingAfterRecord>
-  bool step_then_push(const ExecSpace& space, const kernels::EpsilonGreedyChoice<memory_space>& choice,
+  template <class Policy, class After = kernels::NothingAfterRecord>
+  bool step_then_push(const ExecSpace& space, Policy& policy, const kernels::EpsilonGreedyChoice<memory_space>& choice,
                       kernels::CounterRead nstep_pushed, const After& after = After()) {
     obs_view network_input = env_.observations();
     if (adapter_ != nullptr) {
@@ -123,7 +126,7 @@ class ExperienceCollector {
     // (the fused forward for a few envs on CUDA, else the head kernel:
     // DqnLearner::greedy_actions_then), one node fewer again.
     env_.act_then_step_choosing(space, choice, acted_on_, [&](const auto& per_env) {
-      return learner_.greedy_actions_then(space, network_input, greedy_, per_env);
+      return policy.greedy_actions_then(space, network_input, greedy_, per_env);
     });
     const auto& result = env_.step_result();
     // The episode statistics and the n-step record: one launch for a few
@@ -137,7 +140,6 @@ class ExperienceCollector {
   }
 
   VectorEnv<ExecSpace>& env_;
-  DqnLearner<ExecSpace>& learner_;
   const ActionSelector<ExecSpace>& selector_;
   SignalAdapter<ExecSpace>* adapter_;
   NStepAccumulator<ExecSpace> nstep_;

@@ -12,7 +12,12 @@ const ConfigTable<OfflineTrainConfig>& table() {
   using Field = ConfigTable<OfflineTrainConfig>::Field;
   static const ConfigTable<OfflineTrainConfig> keys(
       std::vector<Field>{
-          {"algo", &C::algo, 0, 0, {"iql", "cql", "bc"}, "offline algorithm"},
+          {"algo",
+           &C::algo,
+           0,
+           0,
+           {},
+           "offline algorithm: a registered offline learner (`foxrl info` lists them: iql, cql, bc)"},
           {"dataset", &C::dataset, 0, 0, {}, "dataset of `foxrl collect` (safetensors); also --dataset"},
           {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of every network's trunk"},
           {"lr", &C::lr, 0, 1, {}, "Adam learning rate of every network"},

@@ -13,7 +13,7 @@ namespace foxrl {
 
 struct OfflineTrainConfig {
   // --- data and algorithm -----------------------------------------------------
-  std::string algo = "iql";  ///< "iql", "cql" or "bc"
+  std::string algo = "iql";  ///< a registered offline learner (agents/learner_registry.hpp), checked at setup
   std::string dataset;       ///< `foxrl collect` dataset (safetensors); required
 
   // --- networks and optimiser -------------------------------------------------

@@ -41,6 +41,11 @@ struct TrainConfig {
   std::string start_date;               ///< market: first timestamp used (ISO date); empty: the first bar
   double bars_per_year = 0;             ///< market: Sharpe annualisation; 0: measured from the timestamps
 
+  // --- algorithm ---------------------------------------------------------------
+  /// A registered online learner (agents/learner_registry.hpp; `foxrl info`
+  /// lists them), checked where the run is set up.
+  std::string algo = "dqn";
+
   // --- network and optimiser --------------------------------------------------
   std::vector<std::int64_t> hidden = {128, 128};
   double lr = 2.5e-4;

@@ -1,5 +1,6 @@
 #include "evaluate/evaluate_run.hpp"
 
+#include "agents/learner_registry.hpp"
 #include "core/execution_context.hpp"
 #include "envs/env_registry.hpp"
 #include "envs/episode_evaluation.hpp"
@@ -146,17 +147,16 @@ std::string run_episode_eval(const EvaluateOptions& args, const std::string& che
   refuse_market_options(args, manifest.config.env);
   ExecutionContext<Exec> context(manifest.config.seed);
   const Exec& space = context.space();
-  RunSpec spec = run_spec(manifest.config);
-  spec.num_envs = args.episodes;
-  DqnLearner<Exec> learner(space, inference_learner_config(spec, args.episodes));
+  const RunSpec spec = run_spec(manifest.config);
+  const auto agent = make_online_agent(space, manifest.config, spec.spaces(), args.episodes);
   const std::string weights = checkpoint + "/checkpoint.safetensors";
-  manifest.identity.check_metadata(learner.load(space, weights), weights);
+  manifest.identity.check_metadata(agent->load(space, weights), weights);
   const EnvData<Exec> data(space, manifest.config);
   VectorEnv<Exec> env =
       make_vector_env(space, manifest.config, data, args.episodes, manifest.config.seed + 1, EnvSplit::test);
   const auto greedy = [&](const Exec& s, const typename VectorEnv<Exec>::obs_view& obs,
                           const Kokkos::View<std::int32_t*, Exec::memory_space>& actions) {
-    learner.greedy_actions(s, ConstMatrix<Exec::memory_space>(obs), actions);
+    agent->greedy_actions(s, ConstMatrix<Exec::memory_space>(obs), actions);
   };
   // CartPole-v1 truncates at 500 steps; the bound only guards against an env
   // that never ends an episode.

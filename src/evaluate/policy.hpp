@@ -7,7 +7,7 @@
 //   auto d = policy.decide_market(space, series, /*position=*/0, /*latest_only=*/true);
 //   // d.q.back() are the Q-values of {short, flat, long}, d.action.back() the greedy one
 
-#include "agents/dqn/dqn_learner.hpp"
+#include "agents/learner_registry.hpp"
 #include "kernels/market/evaluation_kernels.hpp"
 #include "market/market_data.hpp"
 #include "market/market_env.hpp"
@@ -19,6 +19,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,7 +47,7 @@ class Policy {
   Policy(const ExecSpace& space, const std::string& run_dir, int max_rows = 4096)
       : dir_(CheckpointStore::resolve(run_dir)), manifest_(RunManifest::read(dir_)) {
     spec_ = run_spec(manifest_.config);
-    learner_.emplace(space, inference_learner_config(spec_, max_rows));
+    learner_ = make_online_agent(space, manifest_.config, spec_.spaces(), max_rows);
     const std::string weights = dir_ + "/checkpoint.safetensors";
     manifest_.identity.check_metadata(learner_->load(space, weights), weights);
     if (manifest_.has_normalizer) {
@@ -146,7 +147,7 @@ class Policy {
   std::string dir_;
   RunManifest manifest_;
   RunSpec spec_;
-  std::optional<DqnLearner<ExecSpace>> learner_;
+  std::unique_ptr<OnlineAgent<ExecSpace>> learner_;  ///< the run's algorithm, for inference
   std::optional<SignalAdapter<ExecSpace>> adapter_;
   obs_view normalized_;
   Kokkos::View<std::int32_t*, memory_space> greedy_;

@@ -21,6 +21,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cctype>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -118,6 +119,14 @@ std::vector<StrategyResult> baseline_strategies(const MarketSeries& series, int 
 
 /// The agent's row name in a DQN run's report.
 inline constexpr const char* kDqnAgentName = "agent (greedy DQN)";
+
+/// The row name of a learner's greedy policy in an evaluation report:
+/// "agent (greedy DQN)" for `algo` "dqn".
+inline std::string greedy_agent_name(const std::string& algo) {
+  std::string upper = algo;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "agent (greedy " + upper + ")";
+}
 
 /// The report of an agent that held `agent_positions` over bars [first,
 /// first + agent_positions.size()) of `series`, with the baselines on the

@@ -10,6 +10,7 @@
 
 #include "core/compat.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "io/safetensors.hpp"
 #include "nn/adam_optimizer.hpp"
 #include "nn/parameter_io.hpp"
@@ -152,5 +153,18 @@ class ParameterFileReader {
   std::vector<std::pair<std::vector<float>, FlatParams<memory_space>>> staged_;
   std::deque<std::pair<std::int64_t, Kokkos::View<std::int64_t, memory_space>>> steps_;
 };
+
+/// Throws UsageError "checkpoint '<path>': metadata 'format' is '...',
+/// expected '<expected>'" unless the file's metadata names `expected`
+/// (a checkpoint of another learner is refused before any tensor is read).
+inline void check_checkpoint_format(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                    const std::string& expected) {
+  const auto it = metadata.find("format");
+  const std::string format = it == metadata.end() ? std::string() : it->second;
+  if (format != expected)
+    throw UsageError("checkpoint '" + path + "': metadata 'format' is " +
+                     (it == metadata.end() ? std::string("missing") : quote_excerpt(format)) + ", expected '" +
+                     expected + "'");
+}
 
 }  // namespace foxrl

@@ -32,7 +32,7 @@
 // so the weights stay identical; the epoch's metric means are averaged too,
 // and a checksum of every learned buffer is compared after each epoch.
 
-#include "agents/offline/offline_agent.hpp"
+#include "agents/learner_registry.hpp"
 #include "config/offline_train_config.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
@@ -226,11 +226,7 @@ class OfflineTrainer {
   }
 
   /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".
-  std::string agent_name() const {
-    std::string algo = config_.algo;
-    for (char& c : algo) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return "agent (greedy " + algo + ")";
-  }
+  std::string agent_name() const { return greedy_agent_name(config_.algo); }
 
   /// Writes the learner (learner.safetensors) and the manifest
   /// (offline_checkpoint.json) into `dir`. Fences.

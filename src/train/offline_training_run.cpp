@@ -189,6 +189,11 @@ OfflineTrainingSummary OfflineTrainingRun::run() {
 
 // --- the loop's questions (train/run_loop.hpp; TrainingRun documents each) -----
 
+void OfflineTrainingRun::validate() const {
+  config_.validate();
+  (void)offline_learner_index(config_.algo);  // a typo in `algo` is refused before out_dir is touched
+}
+
 void OfflineTrainingRun::check_resume() const {
   check_resume_compatible(saved_config(config_.out_dir), config_, config_.out_dir + "/checkpoints");
 }

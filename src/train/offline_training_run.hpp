@@ -92,7 +92,7 @@ class OfflineTrainingRun {
 
   // --- what the run loop asks (train/run_loop.hpp; TrainingRun documents each)
   const OfflineTrainConfig& config() const { return config_; }
-  void validate() const { config_.validate(); }
+  void validate() const;
   const RunFiles& files() const;
   void check_resume() const;
   void on_fresh_directory(bool) const {}

@@ -44,9 +44,11 @@ struct RunSpec {
   /// of their entries it normalises.
   bool normalizes = false;
   std::vector<std::uint8_t> normalize_mask;
-  DqnLearnerConfig learner;  ///< for training (max_batch = batch_size)
   ReplayConfig replay;
   EpsilonSchedule epsilon;
+
+  /// The env's spaces as the registry gives them.
+  EnvSpaces spaces() const { return {obs_dim, num_actions, normalize_mask}; }
 };
 
 /// The spec of `config` (validated by the caller: TrainConfig::validate()).
@@ -64,26 +66,6 @@ inline RunSpec run_spec(const TrainConfig& config) {
   s.market_env = market_env_config(config);
   s.feature_window = s.market_env.observation.rolling_window();
 
-  DqnLearnerConfig& lc = s.learner;
-  lc.obs_dim = s.obs_dim;
-  lc.num_actions = s.num_actions;
-  lc.hidden.assign(config.hidden.begin(), config.hidden.end());
-  lc.max_batch = static_cast<int>(config.batch_size);
-  lc.max_inference_batch = static_cast<int>(config.num_envs);
-  lc.lr = static_cast<float>(config.lr);
-  lc.eps = static_cast<float>(config.adam_eps);
-  lc.weight_decay = static_cast<float>(config.weight_decay);
-  lc.max_grad_norm = static_cast<float>(config.max_grad_norm);
-  lc.target_update_every = static_cast<int>(config.target_update_every);
-  lc.polyak_tau = static_cast<float>(config.polyak_tau);
-  lc.loss = config.loss == "mse" ? LossKind::mse : LossKind::huber;
-  lc.seed = config.seed;
-  lc.dense_backend = DenseBackend::blas;
-  lc.matmul_precision = parse_matmul_precision(config.matmul_precision, "config");
-  lc.guard.spike_factor = static_cast<float>(config.guard_spike_factor);
-  lc.guard.max_bad = static_cast<int>(config.guard_max_bad);
-  lc.guard.lr_decay = static_cast<float>(config.guard_lr_decay);
-
   ReplayConfig& rc = s.replay;
   rc.capacity = config.buffer_capacity;
   rc.obs_dim = s.obs_dim;
@@ -97,16 +79,6 @@ inline RunSpec run_spec(const TrainConfig& config) {
   s.epsilon.end = config.eps_end;
   s.epsilon.decay_env_steps = static_cast<double>(config.eps_decay_env_steps);
   return s;
-}
-
-/// The learner of a trained run for inference only: the training network,
-/// sized for `max_rows` observations per call and no training batch (its
-/// weights come from a checkpoint).
-inline DqnLearnerConfig inference_learner_config(const RunSpec& spec, int max_rows) {
-  DqnLearnerConfig lc = spec.learner;
-  lc.max_batch = 1;
-  lc.max_inference_batch = max_rows;
-  return lc;
 }
 
 /// The market split called `name` ("train", "validation" or "test");

@@ -5,7 +5,7 @@
 // continuous backtest against the baselines (market/market_evaluation.hpp).
 // `foxrl eval` and the end of a training run (its best model) use it.
 
-#include "agents/dqn/dqn_learner.hpp"
+#include "agents/learner_registry.hpp"
 #include "market/market_evaluation.hpp"
 #include "train/run_manifest.hpp"
 #include "train/run_spec.hpp"
@@ -23,9 +23,9 @@ template <class ExecSpace>
 EvaluationReport evaluate_saved_model(const ExecSpace& space, const std::string& dir, const RunManifest& manifest,
                                       const RunSpec& spec, const MarketComponents<ExecSpace>& market,
                                       const MarketSplit& split, std::uint64_t seed) {
-  DqnLearner<ExecSpace> learner(space, inference_learner_config(spec, 64));
+  const auto agent = make_online_agent(space, manifest.config, spec.spaces(), 64);
   const std::string weights = dir + "/checkpoint.safetensors";
-  manifest.identity.check_metadata(learner.load(space, weights), weights);
+  manifest.identity.check_metadata(agent->load(space, weights), weights);
   std::optional<SignalAdapter<ExecSpace>> adapter;
   if (manifest.has_normalizer) {
     adapter = make_adapter(space, spec);
@@ -33,8 +33,8 @@ EvaluationReport evaluate_saved_model(const ExecSpace& space, const std::string&
     adapter->import_state(space, manifest.normalizer, dir + "/checkpoint.json");
     adapter->set_frozen(true);
   }
-  return evaluate_market(space, learner, adapter ? &*adapter : nullptr, market.features, market.data, split,
-                         spec.market_env, seed);
+  return evaluate_market(space, *agent, adapter ? &*adapter : nullptr, market.features, market.data, split,
+                         spec.market_env, seed, greedy_agent_name(manifest.config.algo));
 }
 
 }  // namespace foxrl

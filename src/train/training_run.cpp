@@ -111,7 +111,7 @@ TrainingRun::~TrainingRun() = default;
 
 void TrainingRun::add_observer(TrainingObserver& observer) { observers_.push_back(&observer); }
 
-DqnTrainer<TrainingRun::ExecSpace>& TrainingRun::trainer() {
+OnlineTrainerBase<TrainingRun::ExecSpace>& TrainingRun::trainer() {
   if (!trainer_) throw LogicError("TrainingRun::trainer(): the trainer exists from run() on");
   return *trainer_;
 }
@@ -132,7 +132,9 @@ TrainingSummary TrainingRun::run() {
 
 void TrainingRun::validate() const {
   config_.validate();
-  (void)env_info(config_.env);  // a typo in `env` is refused before out_dir is touched
+  // A typo in `env` or `algo` is refused before out_dir is touched.
+  (void)env_info(config_.env);
+  (void)online_learner_index(config_.algo);
 }
 
 const RunFiles& TrainingRun::files() const { return run_files(); }
@@ -149,7 +151,7 @@ void TrainingRun::on_fresh_directory(bool overwrite) const {
 
 void TrainingRun::make_trainer() {
   try {
-    trainer_ = std::make_unique<DqnTrainer<ExecSpace>>(config_, comm_);
+    trainer_ = make_online_trainer<ExecSpace>(config_, comm_);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // allocation failures (Kokkos throws std::runtime_error or bad_alloc)
@@ -177,7 +179,7 @@ void TrainingRun::previous_epochs(TrainingSummary& summary, const std::string& m
 }
 
 std::vector<std::string> TrainingRun::opening_lines(bool resumed) const {
-  const DqnTrainer<ExecSpace>& trainer = *trainer_;
+  const OnlineTrainerBase<ExecSpace>& trainer = *trainer_;
   std::vector<std::string> lines = {
       "foxrl " FOXRL_VERSION " train: " + config_.env + " on " + ExecSpace::name() + ", " +
       std::to_string(config_.num_envs) + " envs, seed " + std::to_string(config_.seed) +
@@ -291,12 +293,11 @@ void TrainingRun::after_epoch(EpochRecord& record) {
 }
 
 void TrainingRun::evaluate_test_split(TrainingSummary& summary, const Say& say) {
-  DqnTrainer<ExecSpace>& trainer = *trainer_;
+  OnlineTrainerBase<ExecSpace>& trainer = *trainer_;
   const MarketComponents<ExecSpace>& market = *trainer.market();
   const ExecSpace& space = trainer.context().space();
   const std::string& out = config_.out_dir;
-  summary.evaluation = evaluate_market(space, trainer.learner(), trainer.adapter(), market.features, market.data,
-                                       market.data.splits.test, trainer.spec().market_env, config_.seed + 1);
+  summary.evaluation = trainer.evaluate_market_split(market.data.splits.test);
   const std::string best_dir = best_ ? BestModelStore(out).path_of(best_->epoch) : std::string();
   if (best_dir.empty()) {  // no validation split: the last weights alone, unlabelled
     say(summary.evaluation->table());

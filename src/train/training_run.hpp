@@ -1,7 +1,7 @@
 #pragma once
 // TrainingRun: a whole training run as `foxrl train` runs it, for any
 // program that links foxrl: the one epoch loop (train/run_loop.hpp: start,
-// resume, logs, cadence) over a DqnTrainer, checkpoints
+// resume, logs, cadence) over the online trainer of `algo`, checkpoints
 // (every `checkpoint_every` epochs, after the last epoch and once solved),
 // the `target_return` stop (mean return of the last 100 episodes), the run
 // directory's train.log and metrics.jsonl (on resume, records after the
@@ -21,7 +21,7 @@
 //   const auto summary = run.run();
 //
 // Runs on Kokkos::DefaultExecutionSpace, in the trainer's own instance
-// (DqnTrainer<Space> drives one epoch at a time on any other space).
+// (OnlineTrainer<Space, Learner> drives one epoch at a time on any other space).
 //
 // Started by mpirun or srun (dist::world() has several ranks), every rank
 // runs the same TrainingRun: data-parallel training (DqnTrainer), with
@@ -38,7 +38,7 @@
 #include "market/market_evaluation.hpp"
 #include "train/best_model.hpp"
 #include "train/checkpoint_store.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 #include "train/run_loop.hpp"
 #include "train/run_manifest.hpp"
 #include "train/training_log.hpp"
@@ -116,7 +116,7 @@ class TrainingRun {
 
   const TrainConfig& config() const { return config_; }
   /// The trainer, from run() on (LogicError before).
-  DqnTrainer<ExecSpace>& trainer();
+  OnlineTrainerBase<ExecSpace>& trainer();
 
  private:
   friend class RunLoop<TrainingRun>;
@@ -176,7 +176,7 @@ class TrainingRun {
   RunStart start_;
   bool started_ = false;
   std::vector<TrainingObserver*> observers_;
-  std::unique_ptr<DqnTrainer<ExecSpace>> trainer_;
+  std::unique_ptr<OnlineTrainerBase<ExecSpace>> trainer_;
   std::shared_ptr<dist::Communicator> comm_;
   std::optional<BestModel> best_;   ///< the best model so far (rank 0)
   std::string resumed_generation_;  ///< the checkpoint generation a resume loaded

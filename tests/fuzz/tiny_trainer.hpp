@@ -6,7 +6,7 @@
 // fit these trainers.
 
 #include "config/train_config.hpp"
-#include "train/dqn_trainer.hpp"
+#include "train/online_trainer.hpp"
 
 #include <Kokkos_Core.hpp>
 

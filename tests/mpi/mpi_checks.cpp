@@ -15,7 +15,7 @@
 //                 gradient hook, as OfflineTrainer does.
 // Exit 0 when the checks hold; the failure modes end with the abort's code.
 #include "agents/dqn/dqn_learner.hpp"
-#include "agents/offline/offline_agent.hpp"
+#include "agents/learner_registry.hpp"
 #include "core/compat.hpp"
 #include "core/error.hpp"
 #include "core/execution_context.hpp"

@@ -22,6 +22,7 @@
 // docs/design.md lists the launches of both dense backends.
 
 #include "agents/dqn/dqn_checkpoint.hpp"
+#include "config/train_config.hpp"
 #include "core/compat.hpp"
 #include "core/environment_switch.hpp"
 #include "core/error.hpp"
@@ -42,6 +43,7 @@
 #include "views/agents/dqn/dqn_weights.hpp"
 #include "views/agents/dqn/fused_update_stamps.hpp"
 #include "views/agents/dqn/learner_metrics.hpp"
+#include "views/envs/env_traits.hpp"
 #include "views/nn/network_layout.hpp"
 #include "views/nn/parameter_set.hpp"
 #include "views/replay/batch.hpp"
@@ -155,6 +157,44 @@ class DqnLearner {
   /// training all-reduces both there). It may change them in place; it must
   /// leave every launch on `space`.
   using GradientHook = std::function<void(const ExecSpace&, const FlatParams<memory_space>&, const vector&)>;
+
+  // --- the registered online learner's contract (agents/learner_registry.hpp)
+  static constexpr const char* name = "dqn";
+  static constexpr const char* summary =
+      "double DQN: dueling head, n-step returns, prioritized replay, Huber loss, Adam, training guard";
+  using Config = DqnLearnerConfig;
+  /// The learner a run of `config` trains in an env of `spaces`: updates of
+  /// up to batch_size rows, inference over all num_envs envs.
+  static DqnLearnerConfig config_for(const TrainConfig& config, const EnvSpaces& spaces) {
+    DqnLearnerConfig lc;
+    lc.obs_dim = spaces.obs_dim;
+    lc.num_actions = spaces.num_actions;
+    lc.hidden.assign(config.hidden.begin(), config.hidden.end());
+    lc.max_batch = static_cast<int>(config.batch_size);
+    lc.max_inference_batch = static_cast<int>(config.num_envs);
+    lc.lr = static_cast<float>(config.lr);
+    lc.eps = static_cast<float>(config.adam_eps);
+    lc.weight_decay = static_cast<float>(config.weight_decay);
+    lc.max_grad_norm = static_cast<float>(config.max_grad_norm);
+    lc.target_update_every = static_cast<int>(config.target_update_every);
+    lc.polyak_tau = static_cast<float>(config.polyak_tau);
+    lc.loss = config.loss == "mse" ? LossKind::mse : LossKind::huber;
+    lc.seed = config.seed;
+    lc.dense_backend = DenseBackend::blas;
+    lc.matmul_precision = parse_matmul_precision(config.matmul_precision, "config");
+    lc.guard.spike_factor = static_cast<float>(config.guard_spike_factor);
+    lc.guard.max_bad = static_cast<int>(config.guard_max_bad);
+    lc.guard.lr_decay = static_cast<float>(config.guard_lr_decay);
+    return lc;
+  }
+  /// The same network for inference only (its weights come from a
+  /// checkpoint): calls of up to `max_rows` rows and no training batch.
+  static DqnLearnerConfig inference_config_for(const TrainConfig& config, const EnvSpaces& spaces, int max_rows) {
+    DqnLearnerConfig lc = config_for(config, spaces);
+    lc.max_batch = 1;
+    lc.max_inference_batch = max_rows;
+    return lc;
+  }
 
   /// Allocates everything and initialises online (= target) weights from
   /// config.seed; work is queued on `space`.
@@ -637,6 +677,9 @@ class DqnLearner {
   std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) {
     ParameterFileReader<ExecSpace> file(path, layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
+    // Another learner's checkpoint is refused before a tensor is read (files
+    // written before checkpoints named their format are read as they are).
+    if (metadata.count("format") != 0) check_checkpoint_format(path, metadata, "foxrl.dqn_learner");
     file.take(dqn_online_prefix, online_);
     file.take(dqn_target_prefix, target_.params());
     file.take(dqn_adam_names(), layout_, adam_);

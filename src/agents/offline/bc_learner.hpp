@@ -39,24 +39,7 @@
 namespace foxrl {
 
 /// Hyperparameters of a BcLearner.
-struct BcLearnerConfig {
-  int obs_dim = 0;
-  std::vector<int> hidden = {256, 256};  ///< trunk of the policy network
-  int num_actions = 0;
-  int max_batch = 256;          ///< largest Batch::size() update() accepts
-  int max_inference_batch = 0;  ///< largest row count of greedy_actions(); 0: max_batch
-  float lr = 3e-4f;             ///< Adam learning rate
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float max_grad_norm = 0.0f;  ///< <= 0: no clipping
-  std::uint64_t seed = 0;
-  InitScheme init = InitScheme::torch_default;
-  DenseBackend dense_backend = DenseBackend::blas;
-  GuardConfig guard;  ///< the network's training guard
-
-  AdamHyper adam() const { return offline_adam_hyper(*this); }
-
+struct BcLearnerConfig : OfflineLearnerConfigBase {
   /// Throws UsageError naming the first bad field.
   void validate() const { validate_offline_common("BcLearnerConfig", *this); }
 };
@@ -65,6 +48,21 @@ struct BcLearnerConfig {
 template <class ExecSpace>
 class BcLearner {
  public:
+  // --- the registered offline learner's contract (agents/learner_registry.hpp)
+  static constexpr const char* name = "bc";
+  static constexpr const char* summary = "behaviour cloning: a softmax policy fit to the dataset's actions";
+  using Config = BcLearnerConfig;
+  static BcLearnerConfig config_for(const OfflineTrainConfig& config, int obs_dim, int num_actions,
+                                    int inference_rows) {
+    BcLearnerConfig c;
+    c.set_from(config, obs_dim, num_actions, inference_rows);
+    return c;
+  }
+  static std::vector<OfflineMetricSlot> metric_slots() {
+    using M = OfflineMetrics;
+    return {{"bc_loss", M::bc_loss}, {"bc_accuracy", M::bc_accuracy}};
+  }
+
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;

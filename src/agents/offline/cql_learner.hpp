@@ -48,27 +48,11 @@ namespace foxrl {
 
 /// Hyperparameters of a CqlLearner. gamma is not here: Batch::discounts
 /// already holds gamma^n (1 - terminated).
-struct CqlLearnerConfig {
-  int obs_dim = 0;
-  std::vector<int> hidden = {256, 256};  ///< trunk of the Q network
-  int num_actions = 0;
-  int max_batch = 256;          ///< largest Batch::size() update() accepts
-  int max_inference_batch = 0;  ///< largest row count of the inference calls; 0: max_batch
-  float lr = 3e-4f;             ///< Adam learning rate
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float max_grad_norm = 0.0f;      ///< <= 0: no clipping
+struct CqlLearnerConfig : OfflineLearnerConfigBase {
   float alpha = 1.0f;              ///< weight of the conservative penalty, >= 0 (0: the TD loss alone)
   bool double_q = true;            ///< a* chosen by the online Q at s' (else by the target)
   int target_update_every = 1000;  ///< hard copy after every K-th update; 0 with polyak_tau > 0
   float polyak_tau = 0.0f;         ///< > 0 (<= 1): target = tau Q + (1 - tau) target after every update instead
-  std::uint64_t seed = 0;
-  InitScheme init = InitScheme::torch_default;
-  DenseBackend dense_backend = DenseBackend::blas;
-  GuardConfig guard;  ///< the network's training guard
-
-  AdamHyper adam() const { return offline_adam_hyper(*this); }
 
   /// Throws UsageError naming the first bad field. Exactly one target
   /// scheme: target_update_every > 0 with polyak_tau 0, or polyak_tau in
@@ -95,6 +79,27 @@ struct CqlLearnerConfig {
 template <class ExecSpace>
 class CqlLearner {
  public:
+  // --- the registered offline learner's contract (agents/learner_registry.hpp)
+  static constexpr const char* name = "cql";
+  static constexpr const char* summary = "discrete conservative Q-learning (CQL(H)) with a double-DQN target";
+  using Config = CqlLearnerConfig;
+  static CqlLearnerConfig config_for(const OfflineTrainConfig& config, int obs_dim, int num_actions,
+                                     int inference_rows) {
+    CqlLearnerConfig c;
+    c.set_from(config, obs_dim, num_actions, inference_rows);
+    c.alpha = static_cast<float>(config.cql_alpha);
+    c.target_update_every = static_cast<int>(config.cql_target_update_every);
+    c.polyak_tau = config.cql_target_update_every > 0 ? 0.0f : static_cast<float>(config.polyak_tau);
+    return c;
+  }
+  static std::vector<OfflineMetricSlot> metric_slots() {
+    using M = OfflineMetrics;
+    return {{"cql_loss", M::cql_loss},
+            {"cql_penalty", M::cql_penalty},
+            {"cql_td_loss", M::cql_td_loss},
+            {"mean_q", M::cql_mean_q}};
+  }
+
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;

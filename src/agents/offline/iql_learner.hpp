@@ -53,27 +53,11 @@ namespace foxrl {
 
 /// Hyperparameters of an IqlLearner (defaults: the paper's). gamma is not
 /// here: Batch::discounts already holds gamma^n (1 - terminated).
-struct IqlLearnerConfig {
-  int obs_dim = 0;
-  std::vector<int> hidden = {256, 256};  ///< trunk of all four networks
-  int num_actions = 0;
-  int max_batch = 256;          ///< largest Batch::size() update() accepts
-  int max_inference_batch = 0;  ///< largest row count of the inference calls; 0: max_batch
-  float lr = 3e-4f;             ///< Adam learning rate of every network
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float max_grad_norm = 0.0f;  ///< <= 0: no clipping (per network)
-  float expectile = 0.7f;      ///< tau of the value loss, in (0, 1)
-  float beta = 3.0f;           ///< inverse temperature of the advantage weights, >= 0
-  float max_weight = 100.0f;   ///< clip of the advantage weights, > 0
-  float polyak_tau = 0.005f;   ///< target Q = tau Q + (1 - tau) target Q after every update, in (0, 1]
-  std::uint64_t seed = 0;
-  InitScheme init = InitScheme::torch_default;
-  DenseBackend dense_backend = DenseBackend::blas;
-  GuardConfig guard;  ///< each network's training guard
-
-  AdamHyper adam() const { return offline_adam_hyper(*this); }
+struct IqlLearnerConfig : OfflineLearnerConfigBase {
+  float expectile = 0.7f;     ///< tau of the value loss, in (0, 1)
+  float beta = 3.0f;          ///< inverse temperature of the advantage weights, >= 0
+  float max_weight = 100.0f;  ///< clip of the advantage weights, > 0
+  float polyak_tau = 0.005f;  ///< target Q = tau Q + (1 - tau) target Q after every update, in (0, 1]
 
   /// Throws UsageError naming the first bad field.
   void validate() const {
@@ -98,6 +82,35 @@ enum class IqlNetwork : int { value = 0, q1 = 1, q2 = 2, policy = 3 };
 template <class ExecSpace>
 class IqlLearner {
  public:
+  // --- the registered offline learner's contract (agents/learner_registry.hpp)
+  static constexpr const char* name = "iql";
+  static constexpr const char* summary =
+      "implicit Q-learning: expectile value, twin Q, advantage-weighted softmax policy";
+  using Config = IqlLearnerConfig;
+  static IqlLearnerConfig config_for(const OfflineTrainConfig& config, int obs_dim, int num_actions,
+                                     int inference_rows) {
+    IqlLearnerConfig c;
+    c.set_from(config, obs_dim, num_actions, inference_rows);
+    c.expectile = static_cast<float>(config.expectile);
+    c.beta = static_cast<float>(config.iql_beta);
+    c.max_weight = static_cast<float>(config.max_weight);
+    c.polyak_tau = static_cast<float>(config.polyak_tau);
+    return c;
+  }
+  /// The OfflineMetrics slots an update writes, by name.
+  static std::vector<OfflineMetricSlot> metric_slots() {
+    using M = OfflineMetrics;
+    return {{"value_loss", M::value_loss},
+            {"q1_loss", M::q1_loss},
+            {"q2_loss", M::q2_loss},
+            {"policy_loss", M::policy_loss},
+            {"mean_value", M::mean_value},
+            {"mean_q", M::mean_q},
+            {"mean_advantage", M::mean_advantage},
+            {"mean_weight", M::mean_weight},
+            {"clipped_weights", M::clipped_weights}};
+  }
+
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
@@ -303,6 +316,9 @@ class IqlLearner {
   std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) {
     ParameterFileReader<ExecSpace> file(path, "IQL " + value_layout_.describe() + " / " + action_layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
+    // Files of the first IQL release carry no format; any other learner's
+    // format is refused before a tensor is read.
+    if (metadata.count("format") != 0) check_checkpoint_format(path, metadata, "foxrl-iql");
     for (int k = 0; k < networks; ++k) {
       file.take(network_name(k), params_[k]);
       file.take(AdamTensorNames::under(network_name(k)), params_[k].layout, adam_[k]);

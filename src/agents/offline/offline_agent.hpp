@@ -1,14 +1,11 @@
 #pragma once
 // OfflineAgent: what an offline trainer needs from a learner (IqlLearner,
 // CqlLearner, BcLearner), behind one interface, so the epoch loop,
-// checkpoints and evaluation are written once. make_offline_agent builds
-// the learner `config.algo` names; OfflineAgentOf<Exec, Learner> adapts any
-// learner with the common method names.
+// checkpoints and evaluation are written once. OfflineAgentOf<Exec, Learner>
+// adapts any learner with the common method names; make_offline_agent
+// (agents/learner_registry.hpp) builds the one `config.algo` names.
 
-#include "agents/offline/bc_learner.hpp"
-#include "agents/offline/cql_learner.hpp"
-#include "agents/offline/iql_learner.hpp"
-#include "config/offline_train_config.hpp"
+#include "agents/offline/offline_learner_common.hpp"
 #include "core/error.hpp"
 #include "io/state_archive.hpp"
 #include "nn/training_guard.hpp"
@@ -26,12 +23,6 @@
 #include <vector>
 
 namespace foxrl {
-
-/// A named OfflineMetrics slot a learner reports.
-struct OfflineMetricSlot {
-  const char* name;
-  int slot;
-};
 
 template <class ExecSpace>
 class OfflineAgent {
@@ -75,9 +66,8 @@ template <class ExecSpace, class Learner>
 class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
  public:
   using memory_space = typename ExecSpace::memory_space;
-  template <class LearnerConfig>
-  OfflineAgentOf(const ExecSpace& space, const LearnerConfig& config, std::vector<OfflineMetricSlot> slots)
-      : learner_(space, config), slots_(std::move(slots)) {}
+  OfflineAgentOf(const ExecSpace& space, const typename Learner::Config& config)
+      : learner_(space, config), slots_(Learner::metric_slots()) {}
   void update(const ExecSpace& space, const Batch<memory_space>& batch) override { learner_.update(space, batch); }
   void greedy_actions(const ExecSpace& space, const ConstMatrix<memory_space>& states,
                       const Kokkos::View<std::int32_t*, memory_space>& actions_out) override {
@@ -116,69 +106,5 @@ class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
   Learner learner_;
   std::vector<OfflineMetricSlot> slots_;
 };
-
-/// The learner `config.algo` names, for observations of `obs_dim` features
-/// and `num_actions` actions, taking batches of config.batch_size and
-/// inference calls of up to `inference_rows` rows.
-template <class ExecSpace>
-std::unique_ptr<OfflineAgent<ExecSpace>> make_offline_agent(const ExecSpace& space, const OfflineTrainConfig& config,
-                                                            int obs_dim, int num_actions, int inference_rows) {
-  std::vector<int> hidden;
-  for (const auto h : config.hidden) hidden.push_back(static_cast<int>(h));
-  const auto common = [&](auto& c) {
-    c.obs_dim = obs_dim;
-    c.hidden = hidden;
-    c.num_actions = num_actions;
-    c.max_batch = static_cast<int>(config.batch_size);
-    c.max_inference_batch = inference_rows;
-    c.lr = static_cast<float>(config.lr);
-    c.eps = static_cast<float>(config.adam_eps);
-    c.max_grad_norm = static_cast<float>(config.max_grad_norm);
-    c.seed = config.seed;
-    c.guard.spike_factor = static_cast<float>(config.guard_spike_factor);
-    c.guard.max_bad = static_cast<int>(config.guard_max_bad);
-    c.guard.lr_decay = static_cast<float>(config.guard_lr_decay);
-  };
-  using M = OfflineMetrics;
-  if (config.algo == "iql") {
-    IqlLearnerConfig c;
-    common(c);
-    c.expectile = static_cast<float>(config.expectile);
-    c.beta = static_cast<float>(config.iql_beta);
-    c.max_weight = static_cast<float>(config.max_weight);
-    c.polyak_tau = static_cast<float>(config.polyak_tau);
-    return std::make_unique<OfflineAgentOf<ExecSpace, IqlLearner<ExecSpace>>>(
-        space, c,
-        std::vector<OfflineMetricSlot>{{"value_loss", M::value_loss},
-                                       {"q1_loss", M::q1_loss},
-                                       {"q2_loss", M::q2_loss},
-                                       {"policy_loss", M::policy_loss},
-                                       {"mean_value", M::mean_value},
-                                       {"mean_q", M::mean_q},
-                                       {"mean_advantage", M::mean_advantage},
-                                       {"mean_weight", M::mean_weight},
-                                       {"clipped_weights", M::clipped_weights}});
-  }
-  if (config.algo == "cql") {
-    CqlLearnerConfig c;
-    common(c);
-    c.alpha = static_cast<float>(config.cql_alpha);
-    c.target_update_every = static_cast<int>(config.cql_target_update_every);
-    c.polyak_tau = config.cql_target_update_every > 0 ? 0.0f : static_cast<float>(config.polyak_tau);
-    return std::make_unique<OfflineAgentOf<ExecSpace, CqlLearner<ExecSpace>>>(
-        space, c,
-        std::vector<OfflineMetricSlot>{{"cql_loss", M::cql_loss},
-                                       {"cql_penalty", M::cql_penalty},
-                                       {"cql_td_loss", M::cql_td_loss},
-                                       {"mean_q", M::cql_mean_q}});
-  }
-  if (config.algo == "bc") {
-    BcLearnerConfig c;
-    common(c);
-    return std::make_unique<OfflineAgentOf<ExecSpace, BcLearner<ExecSpace>>>(
-        space, c, std::vector<OfflineMetricSlot>{{"bc_loss", M::bc_loss}, {"bc_accuracy", M::bc_accuracy}});
-  }
-  throw UsageError("algo '" + config.algo + "': expected iql, cql or bc");
-}
 
 }  // namespace foxrl

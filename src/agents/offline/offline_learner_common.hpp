@@ -6,15 +6,17 @@
 // inference shape checks, one network's optimizer step (backward, gradient
 // norm, clip + Adam with a fused target update, and between backward and
 // Adam the gradient hook data-parallel training averages through) and the
-// checkpoint format check. The learners' configs are duck-typed: any struct with the fields
-// named below.
+// checkpoint format check. The learners' configs share their common fields
+// (OfflineLearnerConfigBase) and how `foxrl train-offline`'s config sets them.
 
 #include "agents/offline/offline_guards.hpp"
+#include "config/offline_train_config.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "kernels/agents/offline/row_loss_reduction.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/adam.hpp"
+#include "kernels/nn/weight_init.hpp"
 #include "nn/adam_optimizer.hpp"
 #include "nn/mlp.hpp"
 #include "views/nn/matrix.hpp"
@@ -35,6 +37,58 @@
 #include <vector>
 
 namespace foxrl {
+
+/// A named OfflineMetrics slot a learner reports.
+struct OfflineMetricSlot {
+  const char* name;
+  int slot;
+};
+
+/// The fields every offline learner's config has.
+struct OfflineLearnerConfigBase {
+  int obs_dim = 0;
+  std::vector<int> hidden = {256, 256};  ///< trunk of every network
+  int num_actions = 0;
+  int max_batch = 256;          ///< largest Batch::size() update() accepts
+  int max_inference_batch = 0;  ///< largest row count of the inference calls; 0: max_batch
+  float lr = 3e-4f;             ///< Adam learning rate of every network
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float max_grad_norm = 0.0f;  ///< <= 0: no clipping (per network)
+  std::uint64_t seed = 0;
+  InitScheme init = InitScheme::torch_default;
+  DenseBackend dense_backend = DenseBackend::blas;
+  GuardConfig guard;  ///< each network's training guard
+
+  AdamHyper adam() const {
+    AdamHyper h;
+    h.lr = lr;
+    h.beta1 = beta1;
+    h.beta2 = beta2;
+    h.eps = eps;
+    h.max_grad_norm = max_grad_norm;
+    return h;
+  }
+
+  /// The shared fields as `foxrl train-offline`'s config sets them, for
+  /// observations of `obs_dim` features and `num_actions` actions, batches
+  /// of config.batch_size and inference calls of up to `inference_rows` rows.
+  void set_from(const OfflineTrainConfig& config, int obs_dim_, int num_actions_, int inference_rows) {
+    obs_dim = obs_dim_;
+    hidden.assign(config.hidden.begin(), config.hidden.end());
+    num_actions = num_actions_;
+    max_batch = static_cast<int>(config.batch_size);
+    max_inference_batch = inference_rows;
+    lr = static_cast<float>(config.lr);
+    eps = static_cast<float>(config.adam_eps);
+    max_grad_norm = static_cast<float>(config.max_grad_norm);
+    seed = config.seed;
+    guard.spike_factor = static_cast<float>(config.guard_spike_factor);
+    guard.max_bad = static_cast<int>(config.guard_max_bad);
+    guard.lr_decay = static_cast<float>(config.guard_lr_decay);
+  }
+};
 
 /// Throws UsageError "foxrl::<who>: <field> <why>".
 [[noreturn]] inline void offline_config_error(const std::string& who, const std::string& field,
@@ -69,19 +123,6 @@ void validate_offline_common(const std::string& who, const Config& c) {
   } catch (const UsageError& e) {
     throw UsageError("foxrl::" + who + ": " + e.what());  // names the config as the other fields do
   }
-}
-
-/// The AdamHyper of a config's lr, beta1, beta2, eps and max_grad_norm
-/// (<= 0: no clipping).
-template <class Config>
-AdamHyper offline_adam_hyper(const Config& c) {
-  AdamHyper h;
-  h.lr = c.lr;
-  h.beta1 = c.beta1;
-  h.beta2 = c.beta2;
-  h.eps = c.eps;
-  h.max_grad_norm = c.max_grad_norm;
-  return h;
 }
 
 /// Network k's stream of initial weights: distinct per network and seed.
@@ -174,19 +215,6 @@ void offline_network_step(const ExecSpace& space, Mlp<ExecSpace>& net,
   adam.count_step(space);
   adam.step_with_norm(space, params, grads, opt_metrics, guards.decision(k, opt_metrics, losses), scratch, true, target,
                       guards.step(k));
-}
-
-/// Throws UsageError "checkpoint '<path>': metadata 'format' is '...',
-/// expected '<expected>'" unless the file's metadata names `expected`
-/// (a checkpoint of another learner is refused before any tensor is read).
-inline void check_checkpoint_format(const std::string& path, const std::map<std::string, std::string>& metadata,
-                                    const std::string& expected) {
-  const auto it = metadata.find("format");
-  const std::string format = it == metadata.end() ? std::string() : it->second;
-  if (format != expected)
-    throw UsageError("checkpoint '" + path + "': metadata 'format' is " +
-                     (it == metadata.end() ? std::string("missing") : quote_excerpt(format)) + ", expected '" +
-                     expected + "'");
 }
 
 }  // namespace foxrl

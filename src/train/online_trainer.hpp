@@ -1,8 +1,12 @@
 #pragma once
-// DqnTrainer: the main job. Owns the run's ExecutionContext and every
-// component; one iteration = one collector step of all envs and, once
-// `learning_starts` env steps are in, `updates_per_iteration` fused updates
-// (sample, normalise, double-DQN n-step update, priority update). Nothing in
+// OnlineTrainer<ExecSpace, Learner>: the main job, for any registered online
+// learner (agents/learner_registry.hpp; DqnTrainer is the DQN one). Owns
+// the run's ExecutionContext and every component; one iteration = one
+// collector step of all envs and, once `learning_starts` env steps are in,
+// `updates_per_iteration` updates (sample, normalise, the learner's update,
+// priority update). OnlineTrainerBase is what a run (train/training_run.hpp)
+// asks of it at epoch boundaries; make_online_trainer builds the one
+// `config.algo` names. Nothing in
 // an iteration reads back to the host (the training guard decides on the
 // device): at the end of each epoch the guard's snapshot, one labelled
 // fence and one copy of the device counters into the epoch's record.
@@ -39,7 +43,7 @@
 // R > 0); the manifest records the rank count, and a resume needs the same.
 // One rank runs exactly the single-process code.
 
-#include "agents/dqn/dqn_learner.hpp"
+#include "agents/learner_registry.hpp"
 #include "collect/action_selector.hpp"
 #include "collect/experience_collector.hpp"
 #include "config/resume_check.hpp"
@@ -78,8 +82,40 @@
 
 namespace foxrl {
 
-template <class ExecSpace = Kokkos::DefaultExecutionSpace>
-class DqnTrainer {
+/// What a run asks of an online trainer at epoch boundaries, whatever its
+/// learner (the iterations run inside run_epoch, by type).
+template <class ExecSpace>
+class OnlineTrainerBase {
+ public:
+  virtual ~OnlineTrainerBase() = default;
+  /// Runs one epoch of `iterations_per_epoch` iterations and returns its
+  /// record (after the epoch's one fence).
+  virtual EpochRecord run_epoch() = 0;
+  /// Writes the checkpoint files of this rank into `dir` (see OnlineTrainer).
+  virtual void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes = {}) = 0;
+  /// Continues the run checkpointed in `dir`; returns its manifest.
+  virtual RunManifest resume(const std::string& dir) = 0;
+  /// The greedy policy's backtest on the market's validation split (none
+  /// for other envs).
+  virtual std::optional<ValidationBacktest> validation_backtest() = 0;
+  /// Writes this epoch's model (no trainer state) into `dir`.
+  virtual void save_model(const std::string& dir) = 0;
+  /// The greedy policy on `split` of the run's market against the baselines.
+  virtual EvaluationReport evaluate_market_split(const MarketSplit& split) = 0;
+  virtual const std::string& run_id() const = 0;
+  virtual std::string gradient_transport() const = 0;
+  virtual const MarketComponents<ExecSpace>* market() const = 0;
+  virtual VectorEnv<ExecSpace>& env() = 0;
+  virtual const RunSpec& spec() const = 0;
+  virtual const TrainConfig& config() const = 0;
+  virtual ExecutionContext<ExecSpace>& context() = 0;
+  virtual std::int64_t global_step() const = 0;
+  virtual std::int64_t updates() const = 0;
+  virtual std::int64_t epoch() const = 0;
+};
+
+template <class ExecSpace, class Learner>
+class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
  public:
   using memory_space = typename ExecSpace::memory_space;
   using Clock = IterationClock<ExecSpace>;
@@ -87,10 +123,10 @@ class DqnTrainer {
   /// A trainer for `config`, one rank of `comm`'s ranks (every rank
   /// constructs its trainer at the same point: the constructor broadcasts
   /// rank 0's run id).
-  explicit DqnTrainer(const TrainConfig& config, std::shared_ptr<dist::Communicator> comm = dist::single_process())
+  explicit OnlineTrainer(const TrainConfig& config, std::shared_ptr<dist::Communicator> comm = dist::single_process())
       : config_(config), comm_(std::move(comm)), context_(config.seed) {
     config_.validate();
-    if (!comm_) throw LogicError("foxrl::DqnTrainer: no communicator");
+    if (!comm_) throw LogicError("foxrl::OnlineTrainer: no communicator");
     spec_ = run_spec(config_);
     // The data and the network are the same on every rank; what the rank
     // experiences comes from its own stream.
@@ -100,19 +136,19 @@ class DqnTrainer {
     env_data_.emplace(space, config_);
     env_.emplace(make_vector_env(space, config_, *env_data_, spec_.num_envs, seed, EnvSplit::train));
     adapter_ = make_adapter(space, spec_);
-    learner_.emplace(space, spec_.learner);
+    learner_.emplace(space, Learner::config_for(config_, env_spaces(config_)));
     replay_.emplace(space, spec_.replay);
     selector_.emplace(spec_.num_actions, seed, spec_.epsilon);
     // The collector acts; the trainer inserts what it finished (iterate()),
     // so that insert is a profiling phase of its own.
-    collector_.emplace(space, *env_, *learner_, *selector_, adapter_ ? &*adapter_ : nullptr,
-                       static_cast<int>(config_.n_step), static_cast<float>(config_.gamma));
+    collector_.emplace(space, *env_, *selector_, adapter_ ? &*adapter_ : nullptr, static_cast<int>(config_.n_step),
+                       static_cast<float>(config_.gamma));
     sums_.emplace(space);
     clock_.emplace(space);
     // With several ranks, an update's all-reduce sits between its launches
     // (no graph of the iteration).
-    iteration_graphs_ = std::make_unique<StreamGraphs<ExecSpace>>(spec_.learner.cuda_graphs && comm_->size() == 1 &&
-                                                                  iteration_graph_allowed_by_environment());
+    iteration_graphs_ =
+        std::make_unique<StreamGraphs<ExecSpace>>(comm_->size() == 1 && iteration_graph_allowed_by_environment());
     // Host copies of the epoch's device counters, made once: allocating one
     // per epoch would free it at the epoch's end, and freeing a host View
     // fences every instance.
@@ -136,8 +172,8 @@ class DqnTrainer {
     context_.fence("DqnTrainer::setup");
   }
 
-  DqnTrainer(const DqnTrainer&) = delete;
-  DqnTrainer& operator=(const DqnTrainer&) = delete;
+  OnlineTrainer(const OnlineTrainer&) = delete;
+  OnlineTrainer& operator=(const OnlineTrainer&) = delete;
 
   /// One iteration: collector step, then the update round if it is due.
   /// Its launches read the per-iteration counters from the device clock
@@ -183,7 +219,7 @@ class DqnTrainer {
 
   /// Runs one epoch of `iterations_per_epoch` iterations and returns its
   /// record (after the epoch's one fence).
-  EpochRecord run_epoch() {
+  EpochRecord run_epoch() override {
     const auto& space = context_.space();
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t steps_before = global_step_, updates_before = updates_;
@@ -261,7 +297,7 @@ class DqnTrainer {
   /// With several ranks, every rank calls it with the same `dir`: rank 0
   /// writes these files (the manifest with the rank count), rank R > 0
   /// only its trainer_state.rank-R.safetensors.
-  void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes = {}) {
+  void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes = {}) override {
     const auto& space = context_.space();
     RunManifest m;
     m.identity = {run_id_, RunIdentity::config_hash_of(config_), epoch_};
@@ -287,18 +323,18 @@ class DqnTrainer {
   /// validation split of fewer than two decision bars. Reads the weights
   /// and the normaliser (frozen meanwhile) and changes no training state:
   /// the next epoch runs as it would without it. Fences.
-  std::optional<ValidationBacktest> validation_backtest() {
+  std::optional<ValidationBacktest> validation_backtest() override {
     const MarketComponents<ExecSpace>* m = market();
     if (!m) return std::nullopt;
-    return foxrl::validation_backtest(context_.space(), *learner_, adapter_ ? &*adapter_ : nullptr, m->features,
-                                      m->data, spec_.market_env, config_.seed + 1, kDqnAgentName);
+    return foxrl::validation_backtest(context_.space(), *learner_, adapter(), m->features, m->data, spec_.market_env,
+                                      config_.seed + 1, greedy_agent_name(Learner::name));
   }
 
   /// Writes the model of this epoch into `dir`: checkpoint.safetensors and
   /// checkpoint.json as save_checkpoint writes them (so `foxrl eval`,
   /// `infer` and Policy load it), without the trainer state: a model to
   /// evaluate and serve, not a point to resume from. Rank 0 only. Fences.
-  void save_model(const std::string& dir) {
+  void save_model(const std::string& dir) override {
     const auto& space = context_.space();
     RunManifest m;
     m.identity = {run_id_, RunIdentity::config_hash_of(config_), epoch_};
@@ -324,7 +360,7 @@ class DqnTrainer {
   /// file (another run's or epoch's identity) is a UsageError naming the
   /// file and tensor. On error the trainer is in an unspecified state and
   /// must be discarded.
-  RunManifest resume(const std::string& dir) {
+  RunManifest resume(const std::string& dir) override {
     const auto& space = context_.space();
     RunManifest manifest = RunManifest::read(dir);
     check_resume_compatible(manifest.config, config_, dir + "/checkpoint.json");
@@ -357,16 +393,16 @@ class DqnTrainer {
 
   /// The run this trainer's checkpoints belong to (a fresh random id; a
   /// resume takes the checkpoint's).
-  const std::string& run_id() const { return run_id_; }
+  const std::string& run_id() const override { return run_id_; }
   void set_run_id(std::string id) { run_id_ = std::move(id); }
 
-  const TrainConfig& config() const { return config_; }
-  ExecutionContext<ExecSpace>& context() { return context_; }
-  DqnLearner<ExecSpace>& learner() { return *learner_; }
+  const TrainConfig& config() const override { return config_; }
+  ExecutionContext<ExecSpace>& context() override { return context_; }
+  Learner& learner() { return *learner_; }
   /// How the ranks average gradients ("" with one rank), for logs.
-  std::string gradient_transport() const { return reducer_ ? reducer_->transport() : std::string(); }
+  std::string gradient_transport() const override { return reducer_ ? reducer_->transport() : std::string(); }
   ReplayBuffer<ExecSpace>& replay() { return *replay_; }
-  VectorEnv<ExecSpace>& env() { return *env_; }
+  VectorEnv<ExecSpace>& env() override { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }
   /// Whether the sampled batch is normalised by the replay sample's gather
   /// (runs with a signal adapter; FOXRL_NORMALIZE_IN_SAMPLE=0 turns it off):
@@ -391,14 +427,20 @@ class DqnTrainer {
   }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
-  const RunSpec& spec() const { return spec_; }
+  const RunSpec& spec() const override { return spec_; }
   /// The ranks this trainer is one of.
   dist::Communicator& communicator() { return *comm_; }
   /// The market data, splits and features; null for CartPole.
-  const MarketComponents<ExecSpace>* market() const { return env_data_->template of<MarketEnv<ExecSpace>>(); }
-  std::int64_t global_step() const { return global_step_; }
-  std::int64_t updates() const { return updates_; }
-  std::int64_t epoch() const { return epoch_; }
+  const MarketComponents<ExecSpace>* market() const override { return env_data_->template of<MarketEnv<ExecSpace>>(); }
+  EvaluationReport evaluate_market_split(const MarketSplit& split) override {
+    const MarketComponents<ExecSpace>* m = market();
+    if (!m) throw LogicError("OnlineTrainer::evaluate_market_split: the run's env is not the market");
+    return evaluate_market(context_.space(), *learner_, adapter(), m->features, m->data, split, spec_.market_env,
+                           config_.seed + 1, greedy_agent_name(Learner::name));
+  }
+  std::int64_t global_step() const override { return global_step_; }
+  std::int64_t updates() const override { return updates_; }
+  std::int64_t epoch() const override { return epoch_; }
 
  private:
   TrainerParts<ExecSpace> parts() {
@@ -458,10 +500,10 @@ class DqnTrainer {
       if (insert_in_record) {
         // The insert rides along in the collector's one-team record: one
         // node fewer on the iteration's chain.
-        collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed),
+        collector_->step(space, *learner_, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed),
                          replay_->insert_in_team(collector_->nstep().output(), clock_->read(Clock::replay_inserted)));
       } else {
-        collector_->step(space, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed));
+        collector_->step(space, *learner_, clock_->read(Clock::global_step), clock_->read(Clock::nstep_pushed));
       }
     }
     if (finished && !insert_in_record) {
@@ -524,7 +566,7 @@ class DqnTrainer {
   std::optional<EnvData<ExecSpace>> env_data_;  ///< what the run's envs share (the market's series)
   std::optional<VectorEnv<ExecSpace>> env_;
   std::optional<SignalAdapter<ExecSpace>> adapter_;
-  std::optional<DqnLearner<ExecSpace>> learner_;
+  std::optional<Learner> learner_;
   std::optional<ReplayBuffer<ExecSpace>> replay_;
   std::optional<ActionSelector<ExecSpace>> selector_;
   std::optional<ExperienceCollector<ExecSpace>> collector_;
@@ -552,5 +594,20 @@ class DqnTrainer {
   std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank
 };
+
+/// The DQN trainer: OnlineTrainer over DqnLearner.
+template <class ExecSpace = Kokkos::DefaultExecutionSpace>
+using DqnTrainer = OnlineTrainer<ExecSpace, DqnLearner<ExecSpace>>;
+
+/// The online trainer of `config.algo` (a registered online learner;
+/// UsageError naming the registered ones otherwise), one rank of `comm`.
+template <class ExecSpace>
+std::unique_ptr<OnlineTrainerBase<ExecSpace>> make_online_trainer(const TrainConfig& config,
+                                                                  std::shared_ptr<dist::Communicator> comm) {
+  return with_online_learner<ExecSpace>(config.algo, [&](auto* tag) -> std::unique_ptr<OnlineTrainerBase<ExecSpace>> {
+    using Learner = std::remove_pointer_t<decltype(tag)>;
+    return std::make_unique<OnlineTrainer<ExecSpace, Learner>>(config, comm);
+  });
+}
 
 }  // namespace foxrl

@@ -180,8 +180,9 @@ int main(int argc, char** argv) {
         const std::string why = trainer.learner().fused_update_unfit();
         throw foxrl::UsageError(
             "--fused-phases: the update does not run as the fused CUDA kernel here (" +
-            (why.empty() ? std::string("it needs a CUDA build, the blas backend in fp32 and FOXRL_CUDA_FUSED not 0")
-                         : why) +
+            (why.empty()
+                 ? std::string("it needs a CUDA build, the blas backend in fp32 and the kernel path fused_cuda on")
+                 : why) +
             ")");
       }
       stamps = decltype(stamps)("bench::fused_stamps", fused_phases, blocks, foxrl::fused_update_stamp_count);

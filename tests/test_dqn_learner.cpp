@@ -4,6 +4,7 @@
 // one-stream rule for a full update.
 #include "agents/dqn/dqn_learner.hpp"
 #include "core/execution_context.hpp"
+#include "core/kernel_paths.hpp"
 #include "core/kokkos_tools_audit.hpp"
 #include "kernels/nn/adam.hpp"
 #include "kernels/nn/weight_init.hpp"
@@ -462,7 +463,7 @@ TEMPLATE_TEST_CASE("update() (a CUDA graph replay there) gives the split path's 
 #ifdef KOKKOS_ENABLE_CUDA
     // Four keys (two batches x hard copy or not), each run directly once and
     // captured once: the other updates are replays.
-    if (std::is_same_v<Exec, Kokkos::Cuda> && foxrl::cuda_graphs_allowed_by_environment())
+    if (std::is_same_v<Exec, Kokkos::Cuda> && foxrl::kernel_path_on(foxrl::KernelPath::cuda_graphs))
       CHECK(graphed.graph_replays() > 0);
 #endif
     CHECK(split.graph_replays() == 0);

@@ -3,8 +3,8 @@
 // values, so two trainers of one seed, one with each, must agree bit for
 // bit in every action, observation, episode statistic and weight.
 // - inside the fused forward's launch (DqnLearner::greedy_actions_then,
-//   FOXRL_CUDA_FUSED_ENV_STEP): a few envs, CUDA builds only;
-// - inside the head kernel's launch (FOXRL_ENV_STEP_IN_HEAD): more envs
+//   the kernel path fused_env_step): a few envs, CUDA builds only;
+// - inside the head kernel's launch (env_step_in_head): more envs
 //   than the fused forward takes, every backend.
 #include "support/device_copy.hpp"
 #include "support/scoped_environment.hpp"
@@ -89,7 +89,7 @@ TEMPLATE_TEST_CASE("CartPole's step inside the head kernel matches its own launc
   foxrl::DqnTrainer<Exec> folded(config);
   std::unique_ptr<foxrl::DqnTrainer<Exec>> twin;
   {
-    const foxrl::test::ScopedEnvironment off("FOXRL_ENV_STEP_IN_HEAD", "0");
+    const foxrl::test::ScopedEnvironment off("FOXRL_KERNEL_PATHS_OFF", "env_step_in_head");
     twin = std::make_unique<foxrl::DqnTrainer<Exec>>(config);
   }
   REQUIRE(folded.learner().fuses_env_step(config.num_envs));
@@ -100,15 +100,16 @@ TEMPLATE_TEST_CASE("CartPole's step inside the head kernel matches its own launc
 #ifdef KOKKOS_ENABLE_CUDA
 
 TEST_CASE("CartPole's step inside the fused forward matches its own launch bit for bit", "[collect][fused][cuda]") {
-  const char* graph = GENERATE("1", "0");
-  INFO("FOXRL_CUDA_ITERATION_GRAPH " << graph);
-  const foxrl::test::ScopedEnvironment iteration_graph("FOXRL_CUDA_ITERATION_GRAPH", graph);
+  const bool graph = GENERATE(true, false);
+  INFO("the iteration graph " << (graph ? "on" : "off"));
+  const foxrl::test::ScopedEnvironment iteration_graph("FOXRL_KERNEL_PATHS_OFF", graph ? nullptr : "iteration_graph");
   const auto config = cartpole_envs(8);
   using Exec = Kokkos::Cuda;
   foxrl::DqnTrainer<Exec> folded(config);
   std::unique_ptr<foxrl::DqnTrainer<Exec>> twin;
   {
-    const foxrl::test::ScopedEnvironment off("FOXRL_CUDA_FUSED_ENV_STEP", "0");
+    const foxrl::test::ScopedEnvironment off("FOXRL_KERNEL_PATHS_OFF",
+                                             graph ? "fused_env_step" : "iteration_graph,fused_env_step");
     twin = std::make_unique<foxrl::DqnTrainer<Exec>>(config);
   }
   REQUIRE(folded.learner().fuses_env_step(config.num_envs));

@@ -19,7 +19,7 @@
 //   and step counter as the twin's, the snapshot's weights exactly), and
 //   run-to-run and graph-replay determinism bit for bit.
 // The update and forward comparisons run with every block size the kernels
-// are built for (FOXRL_CUDA_FUSED_THREADS = 256, 512, 1024).
+// are built for (DqnLearnerConfig::fused_threads = 256, 512, 1024).
 // CUDA builds only (the fused path exists only there).
 #include <Kokkos_Core.hpp>
 
@@ -65,7 +65,8 @@ const std::vector<Shape>& shapes() {
   return s;
 }
 
-foxrl::DqnLearnerConfig config_of(const Shape& shape, bool fused) {
+foxrl::DqnLearnerConfig config_of(const Shape& shape, bool fused,
+                                  int threads = foxrl::kernels::small_network_default_threads) {
   foxrl::DqnLearnerConfig c;
   c.obs_dim = shape.obs_dim;
   c.hidden = shape.hidden;
@@ -76,6 +77,7 @@ foxrl::DqnLearnerConfig config_of(const Shape& shape, bool fused) {
   c.lr = 1e-3f;
   c.dense_backend = foxrl::DenseBackend::blas;
   c.fused_update = fused;
+  c.fused_threads = threads;
   c.target_update_every = 1000;
   return c;
 }
@@ -142,7 +144,7 @@ std::vector<std::pair<Shape, int>> shapes_by_block_size() {
 /// One fused update against the twin's on the same weights and batch (see
 /// the file comment for what must agree).
 void check_against_twin(const Exec& space, const Shape& shape, foxrl::LossKind kind, float max_grad_norm, int threads) {
-  auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
+  auto fused_config = config_of(shape, true, threads), twin_config = config_of(shape, false);
   fused_config.loss = twin_config.loss = kind;
   fused_config.max_grad_norm = twin_config.max_grad_norm = max_grad_norm;
   Learner fused(space, fused_config), twin(space, twin_config);
@@ -196,8 +198,6 @@ TEST_CASE("the fused small-network update matches its portable twin", "[learner]
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   for (const auto& [shape, threads] : shapes_by_block_size()) {
-    const std::string knob = std::to_string(threads);
-    const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", knob.c_str());
     for (const auto kind : {foxrl::LossKind::huber, foxrl::LossKind::mse}) {
       for (const float max_grad_norm : {0.0f, 0.005f}) {
         INFO(threads << " threads per block, " << shape.name << ", "
@@ -208,12 +208,10 @@ TEST_CASE("the fused small-network update matches its portable twin", "[learner]
   }
 }
 
-TEST_CASE("FOXRL_CUDA_FUSED_THREADS refuses a block size the kernels are not built for", "[learner][fused][cuda]") {
+TEST_CASE("a learner refuses a fused block size the kernels are not built for", "[learner][fused][cuda]") {
   foxrl::ExecutionContext<Exec> context;
-  const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", "384");
-  const auto construct = [&] { foxrl::DqnLearner<Exec> learner(context.space(), config_of(shapes()[1], true)); };
-  CHECK_THROWS_WITH(construct(),
-                    Catch::Contains("FOXRL_CUDA_FUSED_THREADS must be 256, 512 or 1024") && Catch::Contains("'384'"));
+  const auto construct = [&] { foxrl::DqnLearner<Exec> learner(context.space(), config_of(shapes()[1], true, 384)); };
+  CHECK_THROWS_WITH(construct(), Catch::Contains("fused_threads must be 256, 512 or 1024, got 384"));
 }
 
 TEST_CASE("the fused update's gradient matches float64 finite differences", "[learner][fused][grad][cuda]") {
@@ -300,7 +298,7 @@ TEST_CASE("the fused update: hard target copy, the guard's rejection, determinis
     // of the guard's state: a block that disagreed would leave some
     // weights stepped and others not, and the restore's weights would not
     // be the snapshot's.
-    auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
+    auto fused_config = config_of(shape, true, threads), twin_config = config_of(shape, false);
     fused_config.guard.max_bad = twin_config.guard.max_bad = 3;
     Learner fused(space, fused_config), twin(space, twin_config);
     const auto p0 = flat_host(space, fused.learner.weights().online);
@@ -370,9 +368,7 @@ TEST_CASE("the fused small-network forward matches its portable twin", "[learner
   const auto& space = context.space();
   using Mem = Exec::memory_space;
   for (const auto& [shape, threads] : shapes_by_block_size()) {
-    const std::string knob = std::to_string(threads);
-    const foxrl::test::ScopedEnvironment threads_per_block("FOXRL_CUDA_FUSED_THREADS", knob.c_str());
-    foxrl::DqnLearner<Exec> fused(space, config_of(shape, true)), twin(space, config_of(shape, false));
+    foxrl::DqnLearner<Exec> fused(space, config_of(shape, true, threads)), twin(space, config_of(shape, false));
     REQUIRE(fused.fused_update_threads() == threads);
     for (const int rows : {1, 8, 37, foxrl::kernels::cuda::small_forward_max_rows}) {
       INFO(threads << " threads per block, " << shape.name << ", " << rows << " rows");

@@ -105,24 +105,25 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   // The one-step record aliased to the step's buffers (n_step 1), its flags
   // in the episode statistics' launch: in one team (4 envs) and across
   // teams (more envs than one team records).
-  const std::string lever =
-      GENERATE(std::string("FOXRL_CLOCK_IN_PRIORITY_UPDATE"), std::string("FOXRL_INSERT_IN_RECORD"),
-               std::string("FOXRL_NORMALIZE_IN_SAMPLE"), std::string("FOXRL_ONE_STEP_ALIASED"));
+  const std::string lever = GENERATE(std::string("clock_in_update"), std::string("insert_in_record"),
+                                     std::string("normalize_in_sample"), std::string("one_step_aliased"));
   const int envs = GENERATE(4, foxrl::kernels::episode_stats_one_team_envs + 52);
   INFO("env " << env << ", " << lever << ", " << envs << " envs");
-  if (lever == "FOXRL_NORMALIZE_IN_SAMPLE" && env != "market") return;  // no adapter
-  if (lever != "FOXRL_ONE_STEP_ALIASED" && envs != 4) return;
+  if (lever == "normalize_in_sample" && env != "market") return;  // no adapter
+  if (lever != "one_step_aliased" && envs != 4) return;
   const auto rides_along = [&](foxrl::DqnTrainer<Exec>& t) {
-    if (lever == "FOXRL_NORMALIZE_IN_SAMPLE") return t.normalizes_in_sample();
-    if (lever == "FOXRL_ONE_STEP_ALIASED") return t.collector().nstep().aliases_step();
-    return lever == "FOXRL_INSERT_IN_RECORD" ? t.inserts_in_record() : t.clock_in_priority_update();
+    if (lever == "normalize_in_sample") return t.normalizes_in_sample();
+    if (lever == "one_step_aliased") return t.collector().nstep().aliases_step();
+    return lever == "insert_in_record" ? t.inserts_in_record() : t.clock_in_priority_update();
   };
   const foxrl::test::TempDir along_dir, own_dir;
   // Two epochs of every iteration shape (collect only, insert, no update,
   // two updates; the metrics of the second go into the epoch sums with the
   // clock), around the ring with boundary evictions.
   auto config = foxrl::test::tiny_iteration_shapes_config(env, along_dir.path(), 2);
-  if (lever == "FOXRL_ONE_STEP_ALIASED") {
+  // The clock rides along in uniform replay's flat priority update.
+  if (lever == "clock_in_update") config.per_alpha = 0;
+  if (lever == "one_step_aliased") {
     config.n_step = 1;
     config.num_envs = envs;
     // The ring still wraps, after learning starts.
@@ -131,7 +132,7 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   }
   std::vector<foxrl::EpochRecord> along, own;
   {
-    ScopedEnvironment on(lever.c_str(), "1");
+    ScopedEnvironment on("FOXRL_KERNEL_PATHS_OFF", nullptr);
     foxrl::DqnTrainer<Exec> t(config);
     REQUIRE(rides_along(t));
     for (int e = 0; e < 2; ++e) along.push_back(t.run_epoch());
@@ -140,7 +141,7 @@ TEMPLATE_TEST_CASE("work riding along in another launch equals its own launch", 
   }
   {
     config.out_dir = own_dir.path();
-    ScopedEnvironment off(lever.c_str(), "0");
+    ScopedEnvironment off("FOXRL_KERNEL_PATHS_OFF", lever.c_str());
     foxrl::DqnTrainer<Exec> t(config);
     REQUIRE_FALSE(rides_along(t));
     for (int e = 0; e < 2; ++e) own.push_back(t.run_epoch());

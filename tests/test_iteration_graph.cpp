@@ -1,11 +1,12 @@
 // The trainer's iteration as one captured graph (CUDA): a run that replays
 // it gives the same checkpoint, byte for byte, as a run that launches every
-// kernel of an iteration directly (FOXRL_CUDA_ITERATION_GRAPH=1 and 0), through the shapes an iteration
+// kernel of an iteration directly (the kernel path iteration_graph on and off), through the shapes an iteration
 // takes: collect only, collect and insert, with and without updates
 // (train_every 2), two updates each (the second sees the first's sample
 // count and update count), hard target copies in some of them, replay
 // wrap-around and boundary evictions (the tiny config). Host backends run
 // the same clock-driven launches without a graph.
+#include "core/kernel_paths.hpp"
 #include "support/env_test_util.hpp"
 #include "support/same_checkpoint.hpp"
 #include "support/scoped_environment.hpp"
@@ -58,11 +59,11 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
 
   GraphCounts graphs, direct_graphs;
   {
-    foxrl::test::ScopedEnvironment on("FOXRL_CUDA_ITERATION_GRAPH", "1");
+    foxrl::test::ScopedEnvironment on("FOXRL_KERNEL_PATHS_OFF", nullptr);
     graphs = run_and_save<Exec>(config, graphed);
   }
   {
-    foxrl::test::ScopedEnvironment off("FOXRL_CUDA_ITERATION_GRAPH", "0");
+    foxrl::test::ScopedEnvironment off("FOXRL_KERNEL_PATHS_OFF", "iteration_graph");
     config.out_dir = direct;
     direct_graphs = run_and_save<Exec>(config, direct);
   }
@@ -70,7 +71,7 @@ TEMPLATE_TEST_CASE("a replayed iteration graph trains exactly as direct launches
   // Every launch of an iteration must be capturable: a failed capture
   // silently falls back to direct launches, several times slower for a few envs.
   CHECK(graphs.failed_captures == 0);
-  if (is_cuda<Exec>() && foxrl::cuda_graphs_allowed_by_environment())
+  if (is_cuda<Exec>() && foxrl::kernel_path_on(foxrl::KernelPath::cuda_graphs))
     CHECK(graphs.replays > config.epochs * config.iterations_per_epoch / 2);  // most iterations replay
   else
     CHECK(graphs.replays == 0);

@@ -8,8 +8,8 @@
 // launch give the two head kernels' bits. A learner's two networks pair
 // however its allocations came out.
 #include "agents/dqn/dqn_learner.hpp"
-#include "core/environment_switch.hpp"
 #include "core/execution_context.hpp"
+#include "core/kernel_paths.hpp"
 #include "kernels/nn/weight_init.hpp"
 #include "nn/mlp.hpp"
 #include "support/allclose.hpp"
@@ -134,9 +134,9 @@ TEMPLATE_TEST_CASE("the paired forward of an update matches a float64 network an
       CHECK(two_heads.grads == paired.grads);
       CHECK(!two.paired);
       // The shared calls run where they are offered: CUDA with the fused
-      // epilogues (on unless FOXRL_CUDA_GEMM_EPILOGUES=0) and the switch on.
-      const bool offered =
-          cuda && foxrl::paired_forward_allowed_by_environment() && foxrl::gemm_epilogues_allowed_by_environment();
+      // epilogues and the paired_forward path on (core/kernel_paths.hpp).
+      const bool offered = cuda && foxrl::kernel_path_on(foxrl::KernelPath::paired_forward) &&
+                           foxrl::kernel_path_on(foxrl::KernelPath::gemm_epilogues);
       if (offered && c.must_pair_on_cuda) CHECK(paired.paired);
       if (!cuda) CHECK(!paired.paired);
 
@@ -224,8 +224,8 @@ TEMPLATE_TEST_CASE("a learner's two networks pair wherever the allocator puts th
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   constexpr bool cuda = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  const bool offered =
-      cuda && foxrl::paired_forward_allowed_by_environment() && foxrl::gemm_epilogues_allowed_by_environment();
+  const bool offered = cuda && foxrl::kernel_path_on(foxrl::KernelPath::paired_forward) &&
+                       foxrl::kernel_path_on(foxrl::KernelPath::gemm_epilogues);
   // The pipeline configs' update shapes (CartPole's and the market's), with
   // the collectors' 4,096 inference rows.
   const std::vector<Case> cases = {{4, {256, 256}, 2, 1024, true}, {65, {512, 512}, 3, 1024, true}};

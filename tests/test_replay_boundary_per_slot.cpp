@@ -173,27 +173,23 @@ TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips,
     CHECK(flatten(space, saved.sample(space, 32, 0.4f)) == flatten(space, resumed.sample(space, 32, 0.4f)));
   }
 
-  // A state written with the pool (FOXRL_BOUNDARY_PER_SLOT=0, the default
-  // pool of a quarter of the slots).
+  // A state written with a pool (boundary_capacity a quarter of the slots,
+  // the default of wider observations).
   const std::string pool_path = (dir / "pool.safetensors").string();
+  auto pool_config = config;
+  pool_config.boundary_capacity = std::max<std::int64_t>(config.num_envs, config.capacity / 4);
   std::optional<Buffer> pool;
-  {
-    foxrl::test::ScopedEnvironment pool_layout("FOXRL_BOUNDARY_PER_SLOT", "0");
-    pool.emplace(space, config);
-  }
+  pool.emplace(space, pool_config);
   REQUIRE(!pool->layout().boundary_per_slot);
   for (int t = 0; t < 17; ++t) pool->insert(space, make_transitions(space, syn, t));
   save(*pool, pool_path);
   Buffer per_slot(space, config);
   CHECK_THROWS_WITH(load(per_slot, pool_path),
                     Catch::Contains("replay.boundary_rows") && Catch::Contains("in a row per slot") &&
-                        Catch::Contains("FOXRL_BOUNDARY_PER_SLOT=0") && Catch::Contains("pool.safetensors"));
-  // Under the switch the state resumes, and goes on like the buffer that wrote it.
+                        Catch::Contains("boundary_capacity") && Catch::Contains("pool.safetensors"));
+  // A buffer with the pool resumes it, and goes on like the buffer that wrote it.
   std::optional<Buffer> pooled;
-  {
-    foxrl::test::ScopedEnvironment pool_layout("FOXRL_BOUNDARY_PER_SLOT", "0");
-    pooled.emplace(space, config);
-  }
+  pooled.emplace(space, pool_config);
   load(*pooled, pool_path);
   for (int t = 17; t < 30; ++t) {
     INFO("insert " << t << " after the pool's state");

@@ -68,17 +68,20 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   // replay's insert), all on or all off.
   const char* ride_along = GENERATE("1", "0");
   INFO("env " << env << ", " << rounds << " updates per iteration, riding along " << ride_along);
-  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", ride_along);
-  const foxrl::test::ScopedEnvironment insert_switch("FOXRL_INSERT_IN_RECORD", ride_along);
-  const foxrl::test::ScopedEnvironment normalize_switch("FOXRL_NORMALIZE_IN_SAMPLE", ride_along);
+  const foxrl::test::ScopedEnvironment paths(
+      "FOXRL_KERNEL_PATHS_OFF",
+      std::string(ride_along) == "1" ? nullptr : "clock_in_update,insert_in_record,normalize_in_sample");
   auto config = audit_config(env);
   config.updates_per_iteration = rounds;
+  // Prioritized and uniform replay (the clock rides along in the latter's
+  // flat priority update only).
+  config.per_alpha = GENERATE(0.6, 0.0);
   foxrl::DqnTrainer<Exec> trainer(config);
   const bool along = trainer.clock_in_priority_update();
   const bool insert_along = trainer.inserts_in_record();
-  REQUIRE(along == (std::string(ride_along) == "1"));
+  REQUIRE(along == (std::string(ride_along) == "1" && config.per_alpha == 0));
   // 8 envs: one team records a step, and one team inserts it.
-  REQUIRE(insert_along == along);
+  REQUIRE(insert_along == (std::string(ride_along) == "1"));
   const auto id = foxrl::tools_device_id(trainer.context().space());
   // Past learning_starts (and the n-step warm-up) before the audited one.
   while (trainer.global_step() < trainer.config().learning_starts) trainer.iterate();
@@ -119,8 +122,8 @@ TEMPLATE_TEST_CASE("a full trainer iteration stays on the run's instance", "[aud
   for (const auto& l : record.launches)
     if (l.name == "foxrl::SignalAdapter::normalize" && phase_of(l) == "foxrl::DqnTrainer::sample")
       ++batch_normalizations;
-  CHECK(trainer.normalizes_in_sample() == (env == "market" && along));
-  CHECK(batch_normalizations == (env == "market" && !along ? rounds : 0));
+  CHECK(trainer.normalizes_in_sample() == (env == "market" && insert_along));
+  CHECK(batch_normalizations == (env == "market" && !insert_along ? rounds : 0));
   CHECK_FALSE(launched(record, "foxrl::Collector::after_record"));
   // The clock's advance rides along in the last priority update's launch,
   // or takes one of its own.
@@ -166,8 +169,8 @@ TEMPLATE_TEST_CASE("the trainer's profiling regions mark its phases in order, on
   const std::string env = GENERATE(std::string("cartpole"), std::string("market"));
   const char* ride_along = GENERATE("1", "0");
   INFO("env " << env << ", riding along " << ride_along);
-  const foxrl::test::ScopedEnvironment clock_switch("FOXRL_CLOCK_IN_PRIORITY_UPDATE", ride_along);
-  const foxrl::test::ScopedEnvironment insert_switch("FOXRL_INSERT_IN_RECORD", ride_along);
+  const foxrl::test::ScopedEnvironment paths(
+      "FOXRL_KERNEL_PATHS_OFF", std::string(ride_along) == "1" ? nullptr : "clock_in_update,insert_in_record");
   auto config = audit_config(env);
   config.iterations_per_epoch = 2;
   foxrl::DqnTrainer<Exec> trainer(config);

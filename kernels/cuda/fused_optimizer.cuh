@@ -163,9 +163,7 @@ __global__ void __launch_bounds__(fused_optimizer_block)
 
 /// The most blocks of fused_optimizer_kernel<Finish, Step> the launch uses:
 /// those resident at once on the current device (a cooperative launch may
-/// not exceed it), or fewer per SM when FOXRL_FUSED_OPTIMIZER_BLOCKS_PER_SM
-/// says so (a tuning knob: fewer blocks make the grid barriers cheaper and
-/// give each thread more elements; perf/NOTES.md has the measurements).
+/// not exceed it).
 template <class Finish, class Step>
 int fused_optimizer_resident_blocks() {
   static const int blocks = [] {
@@ -174,10 +172,6 @@ int fused_optimizer_resident_blocks() {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_optimizer_kernel<Finish, Step>, fused_optimizer_block,
                                                   0);
-    if (const char* wanted = std::getenv("FOXRL_FUSED_OPTIMIZER_BLOCKS_PER_SM")) {
-      const int w = std::atoi(wanted);
-      if (w > 0 && w < per_sm) per_sm = w;
-    }
     return sms * per_sm;
   }();
   return blocks;

@@ -37,8 +37,8 @@ namespace kernels {
 namespace cuda {
 
 /// Threads per block of the fused forward by default (1024;
-/// FOXRL_CUDA_FUSED_THREADS asks for 256 or 512, as for the fused update).
-constexpr int small_forward_block = fused_small_default_threads;
+/// DqnLearnerConfig::fused_threads asks for 256 or 512, as for the fused update).
+constexpr int small_forward_block = small_network_default_threads;
 /// Rows per block: enough to keep the block's threads busy on the first
 /// layers, few enough that a handful of rows is one block.
 constexpr int small_forward_rows = 16;

@@ -50,12 +50,12 @@ namespace foxrl {
 namespace kernels {
 namespace cuda {
 
-/// Threads per block by default (1024); FOXRL_CUDA_FUSED_THREADS asks for
-/// 256 or 512 (core/environment_switch.hpp). More warps per SM hide more
+/// Threads per block by default (1024); DqnLearnerConfig::fused_threads asks for
+/// 256 or 512. More warps per SM hide more
 /// of the latency of the block's dependent shared-memory and L2 reads, at
 /// the price of more threads idle in the phases with few outputs; 1024 was
 /// the fastest of the three (perf/NOTES.md).
-constexpr int small_update_block = fused_small_default_threads;
+constexpr int small_update_block = small_network_default_threads;
 /// The largest block the kernel is built for.
 constexpr int small_update_max_threads = 1024;
 /// Fewest batch rows one block takes: fewer would spend more on staging the

@@ -6,7 +6,6 @@
 //
 // Only compiled in CUDA builds (kernels/cuda/ is not part of host builds).
 
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
 #include "kernels/core/fast_divisor.hpp"
 #include "kernels/cuda/check_cuda.cuh"
@@ -37,7 +36,7 @@ inline std::size_t dynamic_shared_limit(std::size_t static_bytes) {
 }
 
 /// Where a block size sits in the fused kernels' tables of instances (256,
-/// 512 and 1024 threads: FOXRL_CUDA_FUSED_THREADS); any other is refused.
+/// 512 and 1024 threads: DqnLearnerConfig::fused_threads); any other is refused.
 inline int fused_threads_slot(int threads, const char* who) {
   if (threads == 256) return 0;
   if (threads == 512) return 1;

@@ -6,6 +6,8 @@
 // iteration's chain; the action passes in a register, so nothing reads back
 // what the same launch wrote.
 
+#include "kernels/core/no_per_env_step.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -21,10 +23,5 @@ struct ChooseThenStep {
 
   KOKKOS_INLINE_FUNCTION void operator()(int i) const { step.step_with(i, choose(i)); }
 };
-
-/// Stands for an env whose step is not one per-env functor (the market's
-/// step and observation launches), where a caller could otherwise run
-/// ChooseThenStep inside a launch of its own (DqnLearner::greedy_actions_then).
-struct NoPerEnvStep {};
 
 }  // namespace foxrl::kernels

@@ -20,7 +20,15 @@
 #include <cstdint>
 
 namespace foxrl {
+
 namespace kernels {
+
+/// Threads per block of the kernels that run a staged network (the DQN
+/// learner's one-launch update and forward, kernels/cuda/): the fastest of
+/// 256, 512 and 1024 for cartpole-learn (101.5, 92.5 and 90.8 us per
+/// iteration on an H100: perf/results/h100-23ff710.md); a learner may ask
+/// for the others (DqnLearnerConfig::fused_threads).
+inline constexpr int small_network_default_threads = 1024;
 
 /// One tensor of the flat layout as staged: flat floats [begin, begin +
 /// length) of a row-major [length / cols, cols] tensor; element idx goes

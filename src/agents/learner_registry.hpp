@@ -107,8 +107,8 @@ std::unique_ptr<OnlineAgent<ExecSpace>> make_online_agent(const ExecSpace& space
                                                           const EnvSpaces& spaces, int max_rows) {
   return with_online_learner<ExecSpace>(config.algo, [&](auto* tag) -> std::unique_ptr<OnlineAgent<ExecSpace>> {
     using Learner = std::remove_pointer_t<decltype(tag)>;
-    return std::make_unique<OnlineAgentOf<ExecSpace, Learner>>(
-        space, Learner::inference_config_for(config, spaces, max_rows));
+    return std::make_unique<OnlineAgentOf<ExecSpace, Learner>>(space,
+                                                               Learner::inference_config_for(config, spaces, max_rows));
   });
 }
 

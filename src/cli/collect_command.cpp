@@ -2,11 +2,7 @@
 // a uniform random policy or the (epsilon-)greedy policy of a trained run.
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
-#include "core/execution_context.hpp"
-#include "evaluate/collect_dataset.hpp"
-#include "io/output_dir.hpp"
-#include "train/checkpoint_store.hpp"
-#include "train/run_manifest.hpp"
+#include "evaluate/collect_request.hpp"
 
 #include <iostream>
 #include <memory>
@@ -14,29 +10,12 @@
 namespace foxrl::cli {
 namespace {
 
-struct CollectArgs {
-  std::string config_file;
-  std::vector<std::string> overrides;
-  CollectOptions options;
-};
+using CollectArgs = CollectRequest;
 
-int run_collect(CollectArgs args) {
-  auto& o = args.options;
-  // The env of a network policy is its run's (same observations), unless
-  // --config names another; --set applies on top either way.
-  if (!args.config_file.empty()) {
-    o.config = TrainConfig::from_json_file(args.config_file);
-  } else if (!o.run_dir.empty()) {
-    o.config = RunManifest::read(CheckpointStore::resolve(o.run_dir)).config;
-  }
-  o.config.apply_overrides(args.overrides);
-  prepare_output_file_directory(o.out_path, "--out");
-  // The run's one stream, as in train and rollout.
-  ExecutionContext<> context(o.config.seed);
-  const auto summary = collect_dataset(context.space(), o);
-  std::cout << "foxrl collect: " << summary.transitions << " transitions of " << o.config.env << " ("
-            << o.config.num_envs << " envs x " << summary.iterations << " steps, " << summary.obs_dim
-            << " features, policy " << o.policy << ") written to " << o.out_path << "\n";
+int run_collect(const CollectArgs& args) {
+  std::string line;
+  collect(args, &line);
+  std::cout << line << "\n";
   return 0;
 }
 

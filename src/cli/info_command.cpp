@@ -1,102 +1,22 @@
-// foxrl info: what this build of foxrl runs on, for bug reports and for
-// checking a cluster module before a long job: the version and build, the
-// Kokkos configuration (version, backends, the default execution space and
-// its concurrency), how dense layers are computed, and every visible device.
+// foxrl info: what this build is and can train (train/about.hpp).
 #include "cli/commands.hpp"
-#include "core/build_info.hpp"
-#include "core/execution_context.hpp"
-
-#include <Kokkos_Core.hpp>
+#include "train/about.hpp"
 
 #include <iostream>
-#include <sstream>
-#include <string>
+#include <memory>
 
 namespace foxrl::cli {
-namespace {
-
-std::string kokkos_version() {
-  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
-         std::to_string(KOKKOS_VERSION % 100);
-}
-
-/// Backends compiled into this Kokkos, in Kokkos' own names.
-std::string enabled_backends() {
-  std::string list;
-  auto add = [&](const char* name) { list += list.empty() ? name : std::string(", ") + name; };
-#ifdef KOKKOS_ENABLE_SERIAL
-  add("Serial");
-#endif
-#ifdef KOKKOS_ENABLE_OPENMP
-  add("OpenMP");
-#endif
-#ifdef KOKKOS_ENABLE_THREADS
-  add("Threads");
-#endif
-#ifdef KOKKOS_ENABLE_CUDA
-  add("Cuda");
-#endif
-#ifdef KOKKOS_ENABLE_HIP
-  add("HIP");
-#endif
-#ifdef KOKKOS_ENABLE_SYCL
-  add("SYCL");
-#endif
-  return list;
-}
-
-void print_devices(std::ostream& out) {
-#ifdef KOKKOS_ENABLE_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-  out << "devices:        " << count << " CUDA device" << (count == 1 ? "" : "s") << "\n";
-  for (int d = 0; d < count; ++d) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
-    out << "  [" << d << "] " << p.name << ", sm_" << p.major << p.minor << ", " << p.multiProcessorCount << " SMs, "
-        << (p.totalGlobalMem >> 20) << " MiB, L2 " << (p.l2CacheSize >> 10) << " KiB"
-        << (d == Kokkos::Cuda().cuda_device() ? " (in use)" : "") << "\n";
-  }
-  int driver = 0, runtime = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  out << "CUDA:           runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", driver supports "
-      << driver / 1000 << "." << driver % 1000 / 10 << "\n";
-#else
-  out << "devices:        host only (" << Kokkos::DefaultHostExecutionSpace::name() << ", concurrency "
-      << Kokkos::DefaultHostExecutionSpace().concurrency() << ")\n";
-#endif
-}
-
-int run_info(bool full) {
-  using Exec = Kokkos::DefaultExecutionSpace;
-  std::cout << "foxrl " FOXRL_VERSION " (commit " << build_commit() << ")\n"
-            << "build:          " << FOXRL_BUILD_TYPE << ", C++" << __cplusplus / 100 % 100 << "\n"
-            << "Kokkos:         " << kokkos_version() << ", backends " << enabled_backends() << "\n"
-            << "default space:  " << Exec::name() << " (concurrency " << Exec().concurrency() << ")\n"
-            << "runs on:        " << ExecutionContext<Exec>::backend_name()
-            << " (one execution-space instance per run; on GPUs wrapping its own stream)\n"
-#ifdef KOKKOS_ENABLE_CUDA
-            << "dense layers:   cuBLAS (Kokkos Kernels' cuBLAS handle bound to the run's stream)\n";
-#else
-            << "dense layers:   host BLAS through Kokkos Kernels (link an optimized one: OpenBLAS, MKL, BLIS)\n";
-#endif
-  print_devices(std::cout);
-  if (full) {
-    std::ostringstream config;
-    Kokkos::print_configuration(config, true);
-    std::cout << "\nKokkos configuration:\n" << config.str();
-  }
-  return 0;
-}
-
-}  // namespace
 
 Command add_info_command(CLI::App& app) {
   auto full = std::make_shared<bool>(false);
-  auto* cmd = app.add_subcommand("info", "Print the version, the Kokkos configuration, backends and devices");
+  auto* cmd = app.add_subcommand(
+      "info", "Print the version, Kokkos configuration, devices, registered envs and algorithms, and kernel paths");
   cmd->add_flag("--kokkos", *full, "Also print Kokkos' full configuration (print_configuration)");
-  return [cmd, full]() { return cmd->parsed() ? run_info(*full) : -1; };
+  return [cmd, full]() {
+    if (!cmd->parsed()) return -1;
+    std::cout << about_this_build(*full);
+    return 0;
+  };
 }
 
 }  // namespace foxrl::cli

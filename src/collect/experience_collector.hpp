@@ -8,7 +8,7 @@
 
 #include "collect/action_selector.hpp"
 #include "collect/nstep_accumulator.hpp"
-#include "core/environment_switch.hpp"
+#include "core/kernel_paths.hpp"
 #include "envs/episode_stats.hpp"
 #include "envs/vector_env.hpp"
 #include "kernels/collect/record_step.hpp"
@@ -49,7 +49,7 @@ class ExperienceCollector {
     // anew by each env step, inserted before the next), and the record
     // writes only each env's flags, reward and discount. That little work
     // rides in the episode statistics' launch across teams.
-    if (n_step == 1 && one_step_aliasing_allowed_by_environment()) {
+    if (n_step == 1 && kernel_path_on(KernelPath::one_step_aliased)) {
       const auto& result = env.step_result();
       nstep_.alias_one_step(
           {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations});
@@ -94,14 +94,6 @@ class ExperienceCollector {
 
   const EpisodeStats<ExecSpace>& episode_stats() const { return stats_; }
   EpisodeStats<ExecSpace>& episode_stats() { return stats_; }
-  /// Whether a step of more envs than one team records, with few
-  /// observation components, is recorded in one launch across teams
-  /// (kernels::record_step_across_teams; off unless
-  /// FOXRL_RECORD_ACROSS_TEAMS=1) instead of the episode statistics' and the
-  /// n-step record's two launches. The same values either way. An aliased
-  /// one-step record (n = 1) is always recorded across teams: one element
-  /// per env.
-  void set_record_across_teams(bool on) { record_across_teams_ = on; }
 
   /// Actions of the last step (for evaluation traces).
   const action_view& actions() const { return actions_; }
@@ -134,9 +126,8 @@ class ExperienceCollector {
     const auto stats_step = stats_.step_of(result.rewards, result.terminated, result.truncated);
     return nstep_.push_with(
         {acted_on_, actions_, result.rewards, result.terminated, result.truncated, result.next_observations},
-        nstep_pushed, [&](const auto& record) {
-          kernels::record_step(space, stats_step, record, after, record_across_teams_ || record.one_step_aliased);
-        });
+        nstep_pushed,
+        [&](const auto& record) { kernels::record_step(space, stats_step, record, after, record.one_step_aliased); });
   }
 
   VectorEnv<ExecSpace>& env_;
@@ -148,7 +139,6 @@ class ExperienceCollector {
   obs_view normalized_;
   action_view greedy_;
   action_view actions_;
-  bool record_across_teams_ = record_across_teams_requested_by_environment();
 
  public:
   /// The collector's host counter in a trainer state: n-step pushes.

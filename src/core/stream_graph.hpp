@@ -22,10 +22,10 @@
 // a tool expects to see every kernel, which a replay would hide, and Kokkos
 // fences around each callback, which capture forbids. The audit therefore
 // sees exactly the launches that are captured when no tool is attached.
-// FOXRL_CUDA_GRAPHS=0 in the environment turns the graphs off.
+// The kernel path cuda_graphs off (core/kernel_paths.hpp) turns the graphs off.
 
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -45,10 +45,6 @@ namespace foxrl {
 /// What identifies one captured sequence: every pointer and size its
 /// launches bake in, and every host-side choice that changes them.
 using StreamGraphKey = std::vector<std::uintptr_t>;
-
-/// Whether the environment allows CUDA graphs (FOXRL_CUDA_GRAPHS unset or
-/// not "0").
-inline bool cuda_graphs_allowed_by_environment() { return switch_on_in_environment("FOXRL_CUDA_GRAPHS"); }
 
 /// Host backends: run() runs the work.
 template <class ExecSpace>
@@ -77,7 +73,7 @@ class StreamGraphs<Kokkos::Cuda> {
   /// At most this many keys are captured; further keys run directly.
   static constexpr std::size_t max_graphs = 8;
 
-  explicit StreamGraphs(bool enabled = true) : enabled_(enabled && cuda_graphs_allowed_by_environment()) {}
+  explicit StreamGraphs(bool enabled = true) : enabled_(enabled && kernel_path_on(KernelPath::cuda_graphs)) {}
   StreamGraphs(const StreamGraphs&) = delete;
   StreamGraphs& operator=(const StreamGraphs&) = delete;
   StreamGraphs(StreamGraphs&& other) noexcept { *this = std::move(other); }

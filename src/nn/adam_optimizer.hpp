@@ -8,8 +8,8 @@
 // runs the guard's decision), so a portable optimizer step is two launches;
 // on CUDA, step_with_norm() is one (kernels/cuda/fused_optimizer.cuh).
 
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 #include "kernels/core/call_once.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/adam.hpp"
@@ -47,7 +47,7 @@ class AdamOptimizer {
         step_(Kokkos::view_alloc(space, label + "::adam_step")) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      fused_ = cuda_fused_allowed_by_environment();
+      fused_ = kernel_path_on(KernelPath::fused_cuda);
       // Two partial sums per block of the fused launch; at most
       // 2048 / fused_optimizer_block blocks are resident on one SM.
       int device = 0, sms = 0;
@@ -83,7 +83,7 @@ class AdamOptimizer {
   /// metrics: the training guard's decision, or kernels::StoreGradSq), then
   /// apply()'s clip + Adam + target update. Portable: two launches
   /// (gradient_sq_norm_then with `scratch`, adam_update); CUDA: one fused
-  /// cooperative launch, unless the environment sets FOXRL_CUDA_FUSED=0.
+  /// cooperative launch, unless the kernel path fused_cuda is off.
   template <class Finish>
   void step_with_norm(const ExecSpace& space, const flat& params, const flat& grads,
                       const Kokkos::View<float*, memory_space>& metrics, const Finish& finish,

@@ -8,18 +8,17 @@
 // runs: cuBLAS on CUDA through the handle this object owns, Kokkos Kernels
 // elsewhere) followed by foxrl's bandwidth-bound epilogue kernels
 // (bias_activation, relu_backward), or, where the library offers them and
-// the fused epilogues are on (CUDA; FOXRL_CUDA_GEMM_EPILOGUES=0 turns them
+// the fused epilogues are on (CUDA; the kernel path gemm_epilogues off turns them
 // off), EpilogueGemm (cuBLASLt with the bias and ReLU, and optionally the
 // ReLU-mask and bias-gradient work, in the gemm's epilogue:
 // nn/epilogue_gemm.hpp). Mlp (src/nn/mlp.hpp)
 // builds on these and on the same gemm.
 
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
 #include "kernels/nn/matmul_precision.hpp"
-#include "kernels/nn/narrow_dense.hpp"
 #include "kernels/nn/relu_backward.hpp"
 #include "kernels/nn/tiled_gemm.hpp"
 #include "nn/dense_backend.hpp"
@@ -51,7 +50,7 @@ class DenseOps {
       throw UsageError(std::string("foxrl::DenseOps: matmul_precision ") + to_string(precision) +
                        " needs the blas dense backend (the portable one multiplies in fp32)");
     if (backend == DenseBackend::blas) gemm_ = std::make_unique<RowMajorGemm<ExecSpace>>(space, precision);
-    set_fused_epilogues(space, gemm_epilogues_allowed_by_environment());
+    set_fused_epilogues(space, kernel_path_on(KernelPath::gemm_epilogues));
   }
 
   DenseBackend backend() const { return backend_; }
@@ -82,28 +81,20 @@ class DenseOps {
 
   /// Whether forward() on the blas backend takes stacked inputs [X1; X2]
   /// whose rows follow each other in memory as one product (on GPUs unless
-  /// FOXRL_CUDA_STACKED_ROWS=0, off on host backends; the portable kernel
+  /// the kernel path stacked_rows off, off on host backends; the portable kernel
   /// reads both blocks in one launch anyway).
   bool stacked_rows() const { return stacked_rows_; }
   void set_stacked_rows(bool on) { stacked_rows_ = on; }
   /// Whether an Mlp on these ops (blas backend) forms the weight gradient
-  /// of a first layer with at most kernels::narrow_dense_max_inputs inputs
-  /// in its backward's mask pass instead of a gemm (on GPUs unless
-  /// FOXRL_CUDA_NARROW_INPUT=0; off on host backends, whose BLAS sums in its
+  /// of a first layer with at most ReluBackwardFunctor::max_small inputs
+  /// in its backward's mask pass instead of a gemm (on GPUs, the kernel
+  /// path narrow_input: core/kernel_paths.hpp; off on host backends, whose BLAS sums in its
   /// own order: host results keep their bits).
   bool narrow_inputs() const { return narrow_inputs_; }
   void set_narrow_inputs(bool on) { narrow_inputs_ = on; }
-  /// Whether forward() on the blas backend takes such a layer, with no ReLU
-  /// bitmask to write, by kernels::narrow_dense_forward (one launch over
-  /// both row blocks) instead of the library. Off unless asked
-  /// (FOXRL_CUDA_NARROW_FORWARD=1 on GPUs): slower than cuBLAS on an H100.
-  bool narrow_forward() const { return narrow_forward_; }
-  void set_narrow_forward(bool on) { narrow_forward_ = on; }
   /// Products (library calls or tiled launches) forward() has issued so
   /// far: how a caller tells one product over stacked rows from two.
   std::int64_t forward_products() const { return forward_products_; }
-  /// Of those, the narrow-input kernel's launches.
-  std::int64_t narrow_products() const { return narrow_products_; }
 
   /// The blas backend's gemm (LogicError on the portable backend).
   RowMajorGemm<ExecSpace>& gemm() {
@@ -148,27 +139,6 @@ class DenseOps {
       ++forward_products_;
       return false;
     }
-    if (narrow_forward_ && mask.bits == nullptr && kernels::narrow_dense_fits(M, K, N) &&
-        (M == M1 || x2.stride(0) == x1.stride(0))) {
-      kernels::NarrowDenseArgs a;
-      a.rows = M;
-      a.inputs = K;
-      a.outputs = N;
-      a.x1 = x1.data();
-      a.x2 = x2.data();
-      a.split = M1;
-      a.x_ld = static_cast<std::ptrdiff_t>(x1.stride(0));
-      a.w = w.data();
-      a.w_ld = static_cast<std::ptrdiff_t>(w.stride(0));
-      a.b = bias.data();
-      a.y = y.data();
-      a.y_ld = static_cast<std::ptrdiff_t>(y.stride(0));
-      a.relu = relu;
-      kernels::narrow_dense_forward(space, a);
-      ++forward_products_;
-      ++narrow_products_;
-      return false;
-    }
     if (M > M1 && stacked_rows_ && rows_follow(x1, x2) && (mask.bits == nullptr || mask.rows >= M)) {
       // X2's rows start where X1's end (the replay's s' rows after its s
       // rows): one product over all M rows instead of one per block; the
@@ -203,11 +173,10 @@ class DenseOps {
 
   /// Whether two networks' forwards may share library calls
   /// (forward_pair, forward_batched): the blas backend with the fused
-  /// epilogues in fp32, no ReLU bitmasks and no narrow-input forward kernel
-  /// (the products they replace are then exactly one library call each).
+  /// epilogues in fp32 and no ReLU bitmasks (the products they replace are
+  /// then exactly one library call each).
   bool pairs_forwards() const {
-    return epilogue_ != nullptr && !epilogue_masks_ && !narrow_forward_ && gemm_ &&
-           gemm_->precision() == MatmulPrecision::fp32;
+    return epilogue_ != nullptr && !epilogue_masks_ && gemm_ && gemm_->precision() == MatmulPrecision::fp32;
   }
 
   /// Y_i = act(X W_i^T + b_i) for two parameter sets i = 1, 2 over one
@@ -344,15 +313,12 @@ class DenseOps {
   DenseBackend backend_;
   std::unique_ptr<RowMajorGemm<ExecSpace>> gemm_;
   std::unique_ptr<EpilogueGemm<ExecSpace>> epilogue_;
-  bool epilogue_masks_ = gemm_epilogue_masks_requested_by_environment();
-  bool stacked_rows_ =
-      !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && stacked_rows_allowed_by_environment();
-  bool narrow_inputs_ =
-      !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible && narrow_input_allowed_by_environment();
-  bool narrow_forward_ = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible &&
-                         narrow_forward_requested_by_environment();
+  bool epilogue_masks_ = false;
+  bool stacked_rows_ = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible &&
+                       kernel_path_on(KernelPath::stacked_rows);
+  bool narrow_inputs_ = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible &&
+                        kernel_path_on(KernelPath::narrow_input);
   std::int64_t forward_products_ = 0;
-  std::int64_t narrow_products_ = 0;
 
   /// Whether x2's rows start right after x1's, at the same unpadded stride
   /// (x1.data() then holds [X1; X2] as one row-major matrix).

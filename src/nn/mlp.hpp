@@ -21,8 +21,8 @@
 // portable backend: one tiled launch per product (DenseOps).
 // docs/design.md lists the launches.
 
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 #include "kernels/core/reduce_scratch.hpp"
 #include "kernels/nn/bias_activation.hpp"
 #include "kernels/nn/relu_backward.hpp"
@@ -362,11 +362,11 @@ class Mlp {
   }
 
   /// Turns forward_with_target's shared calls off (on by default where
-  /// pairs_with allows; FOXRL_PAIRED_FORWARD=0 turns them off too).
+  /// pairs_with allows; the kernel path paired_forward off turns them off too).
   void set_paired_forward(bool on) { pairs_forward_ = on; }
   /// Turns forward_with_target's one launch for both heads on or off
   /// (where the hidden layers pair and the head has at most 8 outputs; on
-  /// by default, FOXRL_PAIRED_HEADS=0 turns it off): off, the two head
+  /// by default, the kernel path paired_heads off turns it off): off, the two head
   /// kernels run one after the other, with the same bits.
   void set_paired_heads(bool on) { pairs_heads_ = on; }
 
@@ -547,8 +547,8 @@ class Mlp {
   /// of the last forward's rows it holds (0: none, the mask kernel runs).
   std::vector<Kokkos::View<std::uint8_t*, memory_space>> masks_;
   std::vector<int> mask_rows_;
-  bool pairs_forward_ = paired_forward_allowed_by_environment();
-  bool pairs_heads_ = paired_heads_allowed_by_environment();
+  bool pairs_forward_ = kernel_path_on(KernelPath::paired_forward);
+  bool pairs_heads_ = kernel_path_on(KernelPath::paired_heads);
 };
 
 }  // namespace foxrl

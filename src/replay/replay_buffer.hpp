@@ -6,8 +6,8 @@
 // always num_envs rows). Layout, budget and decisions: docs/replay.md.
 
 #include "core/compat.hpp"
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 #include "core/validate.hpp"
 #include "kernels/core/call_once.hpp"
 #include "kernels/replay/replay_kernels.hpp"
@@ -37,7 +37,7 @@ struct ReplayConfig {
   float eps = 1e-6f;     ///< priority = |td| + eps
   /// Rows kept for next observations at episode boundaries; 0 picks
   /// capacity for observations of at most boundary_per_slot_max_dim
-  /// components (unless FOXRL_BOUNDARY_PER_SLOT=0), else
+  /// components, else
   /// max(num_envs, capacity / 4). capacity or more: a row
   /// per slot (nothing handed out, nothing evicted). Fewer: a pool whose
   /// oldest boundary transitions still in the ring stop being sampled when
@@ -70,11 +70,10 @@ class ReplayBuffer {
     layout_.obs_dim = config_.obs_dim;
     layout_.lookahead = std::int64_t(config_.n_step) * config_.num_envs;
     layout_.obs_rows = layout_.capacity + layout_.lookahead;
-    layout_.boundary_capacity =
-        config_.boundary_capacity > 0 ? config_.boundary_capacity
-        : config_.obs_dim <= boundary_per_slot_max_dim && boundary_per_slot_allowed_by_environment()
-            ? config_.capacity
-            : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
+    layout_.boundary_capacity = config_.boundary_capacity > 0 ? config_.boundary_capacity
+                                : config_.obs_dim <= boundary_per_slot_max_dim
+                                    ? config_.capacity
+                                    : std::max<std::int64_t>(config_.num_envs, config_.capacity / 4);
     layout_.boundary_per_slot = layout_.boundary_capacity >= layout_.capacity;
     if (layout_.boundary_per_slot) layout_.boundary_capacity = layout_.capacity;
     if (layout_.boundary_capacity < config_.num_envs) {
@@ -258,7 +257,7 @@ class ReplayBuffer {
   /// shortcuts on) is one flat pass over its entries that leaves the tree to
   /// its last team only where a leaf must change
   /// (kernels/replay/replay_uniform_update.hpp; the default unless
-  /// FOXRL_FLAT_UNIFORM_UPDATE=0), or the tree-owner update (false). The
+  /// the kernel path flat_uniform_update off), or the tree-owner update (false). The
   /// same tree and maximum priority bit for bit (tests run both).
   void set_flat_uniform_update(bool on) { flat_uniform_update_ = on; }
   /// Whether update_priorities() runs the flat pass (see
@@ -521,7 +520,7 @@ class ReplayBuffer {
   int update_refresh_groups_ = 64;
   bool update_below_top_ = false;  ///< owner level below the top (GPUs)
   bool unchanged_mass_shortcuts_ = true;
-  bool flat_uniform_update_ = flat_uniform_update_allowed_by_environment();
+  bool flat_uniform_update_ = kernel_path_on(KernelPath::flat_uniform_update);
   int uniform_team_size_ = 1;
   int uniform_entries_per_team_ = 1;
   Kokkos::View<std::int32_t, memory_space> uniform_changed_;  ///< the flat uniform update's count
@@ -567,7 +566,7 @@ class ReplayBuffer {
                    ": the state keeps its episode-boundary observations in a pool of handed-out rows, and this "
                    "buffer keeps them in a row per slot (observations of at most " +
                    std::to_string(boundary_per_slot_max_dim) +
-                   " components): resume it with FOXRL_BOUNDARY_PER_SLOT=0 in the environment");
+                   " components): a buffer with the state's boundary_capacity (a pool) reads it");
     }
   }
 

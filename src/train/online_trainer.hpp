@@ -49,9 +49,9 @@
 #include "config/resume_check.hpp"
 #include "config/train_config.hpp"
 #include "core/compat.hpp"
-#include "core/environment_switch.hpp"
 #include "core/execution_context.hpp"
 #include "core/host_mirror.hpp"
+#include "core/kernel_paths.hpp"
 #include "core/stream_graph.hpp"
 #include "dist/communicator.hpp"
 #include "dist/gradient_reducer.hpp"
@@ -148,7 +148,7 @@ class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
     // With several ranks, an update's all-reduce sits between its launches
     // (no graph of the iteration).
     iteration_graphs_ =
-        std::make_unique<StreamGraphs<ExecSpace>>(comm_->size() == 1 && iteration_graph_allowed_by_environment());
+        std::make_unique<StreamGraphs<ExecSpace>>(comm_->size() == 1 && kernel_path_on(KernelPath::iteration_graph));
     // Host copies of the epoch's device counters, made once: allocating one
     // per epoch would free it at the epoch's end, and freeing a host View
     // fences every instance.
@@ -178,7 +178,7 @@ class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
   /// One iteration: collector step, then the update round if it is due.
   /// Its launches read the per-iteration counters from the device clock
   /// (train/iteration_clock.hpp), so that on CUDA the whole iteration
-  /// runs as one captured graph (FOXRL_CUDA_ITERATION_GRAPH=0 turns it
+  /// runs as one captured graph (the kernel path iteration_graph off turns it
   /// off), replayed while its shape (see iteration_key) stays the same.
   void iterate() {
     const auto& space = context_.space();
@@ -405,11 +405,11 @@ class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
   VectorEnv<ExecSpace>& env() override { return *env_; }
   ExperienceCollector<ExecSpace>& collector() { return *collector_; }
   /// Whether the sampled batch is normalised by the replay sample's gather
-  /// (runs with a signal adapter; FOXRL_NORMALIZE_IN_SAMPLE=0 turns it off):
+  /// (runs with a signal adapter; the kernel path normalize_in_sample):
   /// no "foxrl::SignalAdapter::normalize" launch in the sample phase.
   bool normalizes_in_sample() const { return adapter_.has_value() && normalize_in_sample_; }
   /// Whether an iteration's replay insert runs inside the collector's
-  /// record launch (a few envs, one team each; FOXRL_INSERT_IN_RECORD=0
+  /// record launch (a few envs, one team each; the kernel path insert_in_record
   /// turns it off): no "foxrl::Replay::insert" launch or
   /// "foxrl::DqnTrainer::insert" phase of its own.
   bool inserts_in_record() const {
@@ -419,12 +419,11 @@ class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
   }
   /// Whether an iteration with updates advances the device clock inside its
   /// last priority update's launch (no "foxrl::IterationClock::advance"
-  /// launch or "foxrl::DqnTrainer::clock" phase of its own): as
-  /// FOXRL_CLOCK_IN_PRIORITY_UPDATE says, or where that update is uniform
-  /// replay's flat pass.
-  bool clock_in_priority_update() const {
-    return clock_forced_.value_or(replay_.has_value() && replay_->updates_flat());
-  }
+  /// launch or "foxrl::DqnTrainer::clock" phase of its own): where that
+  /// update is uniform replay's flat pass (the kernel path clock_in_update;
+  /// after prioritized replay's tree update the ride-along measured about
+  /// 1 us slower on an H100, perf/NOTES.md).
+  bool clock_in_priority_update() const { return clock_in_update_ && replay_.has_value() && replay_->updates_flat(); }
   SignalAdapter<ExecSpace>* adapter() { return adapter_ ? &*adapter_ : nullptr; }
   /// What the config decided about the components (env, network, replay, market env).
   const RunSpec& spec() const override { return spec_; }
@@ -580,16 +579,15 @@ class OnlineTrainer final : public OnlineTrainerBase<ExecSpace> {
   std::int64_t updates_ = 0;
   std::int64_t experiences_ = 0;
   std::int64_t epoch_ = 0;
-  /// The clock's advance inside the last priority update's launch: "1"
-  /// always, "0" never, unset: after uniform replay's flat update only
-  /// (FOXRL_CLOCK_IN_PRIORITY_UPDATE; clock_in_priority_update()).
-  std::optional<bool> clock_forced_ = clock_in_priority_update_from_environment();
-  /// The replay insert inside the collector's one-team record
-  /// (FOXRL_INSERT_IN_RECORD=0: a launch of its own).
-  bool insert_in_record_ = insert_in_record_allowed_by_environment();
-  /// The batch normalised in the replay sample (FOXRL_NORMALIZE_IN_SAMPLE=0:
-  /// a launch of its own).
-  bool normalize_in_sample_ = normalize_in_sample_allowed_by_environment();
+  /// The clock's advance inside the flat priority update's launch
+  /// (clock_in_priority_update(); the kernel path clock_in_update).
+  bool clock_in_update_ = kernel_path_on(KernelPath::clock_in_update);
+  /// The replay insert inside the collector's one-team record (the kernel
+  /// path insert_in_record; off: a launch of its own).
+  bool insert_in_record_ = kernel_path_on(KernelPath::insert_in_record);
+  /// The batch normalised in the replay sample (the kernel path
+  /// normalize_in_sample; off: a launch of its own).
+  bool normalize_in_sample_ = kernel_path_on(KernelPath::normalize_in_sample);
   std::string run_id_ = RunIdentity::new_run_id();
   std::unique_ptr<GradientReducer<ExecSpace>> reducer_;  ///< with more than one rank
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;    ///< with more than one rank

@@ -18,19 +18,20 @@
 // the same kernels with the same arguments, so the same results. On CUDA
 // with the blas backend in fp32, a network whose two copies fit one
 // block's shared memory takes the whole update() in one launch instead
-// (kernels/cuda/fused_small_update.cuh; fused_update() says whether).
+// (kernels/agents/dqn/small_network_paths.hpp chooses; fused_update() says
+// whether).
 // docs/design.md lists the launches of both dense backends.
 
 #include "agents/dqn/dqn_checkpoint.hpp"
 #include "config/train_config.hpp"
 #include "core/compat.hpp"
-#include "core/environment_switch.hpp"
 #include "core/error.hpp"
+#include "core/kernel_paths.hpp"
 #include "core/stream_graph.hpp"
 #include "kernels/agents/dqn/dqn_loss.hpp"
-#include "kernels/agents/dqn/loss_in_head.hpp"
+#include "kernels/agents/dqn/small_network_paths.hpp"
+#include "kernels/core/no_per_env_step.hpp"
 #include "kernels/core/reduce_scratch.hpp"
-#include "kernels/envs/choose_then_step.hpp"
 #include "kernels/nn/adam.hpp"
 #include "kernels/nn/matmul_precision.hpp"
 #include "kernels/nn/weight_init.hpp"
@@ -49,11 +50,6 @@
 #include "views/replay/batch.hpp"
 
 #include <Kokkos_Core.hpp>
-
-#ifdef KOKKOS_ENABLE_CUDA
-#include "kernels/cuda/fused_small_forward.cuh"
-#include "kernels/cuda/fused_small_update.cuh"
-#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -96,10 +92,13 @@ struct DqnLearnerConfig {
   /// are the same either way.
   bool cuda_graphs = true;
   /// CUDA, blas backend, fp32: run update() as one launch when the network
-  /// fits (kernels/cuda/fused_small_update.cuh); FOXRL_CUDA_FUSED=0 in the
-  /// environment turns it off as well. Results agree with the launch
-  /// sequence to rounding.
+  /// fits (kernels/agents/dqn/small_network_paths.hpp); the kernel path
+  /// fused_cuda off (core/kernel_paths.hpp) turns it off as well. Results
+  /// agree with the launch sequence to rounding.
   bool fused_update = true;
+  /// Threads per block of the one-launch update and forward: 256, 512 or
+  /// 1024 (the default, the fastest measured).
+  int fused_threads = kernels::small_network_default_threads;
 
   AdamHyper adam() const {
     AdamHyper h;
@@ -128,6 +127,8 @@ struct DqnLearnerConfig {
     if (!(polyak_tau >= 0.0f && polyak_tau <= 1.0f)) bad("polyak_tau", "must be in [0, 1]");
     if (polyak_tau == 0.0f && target_update_every <= 0)
       bad("target_update_every", "must be > 0 when polyak_tau is 0, got " + std::to_string(target_update_every));
+    if (fused_threads != 256 && fused_threads != 512 && fused_threads != 1024)
+      bad("fused_threads", "must be 256, 512 or 1024, got " + std::to_string(fused_threads));
     guard.validate();
     (void)NetworkLayout::dueling(obs_dim, hidden, num_actions);  // checks the shapes
   }
@@ -151,7 +152,8 @@ class DqnLearner {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
   using vector = Kokkos::View<float*, memory_space>;
-  using row_terms = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  /// The one-launch paths of this execution space (none but on CUDA).
+  using Paths = kernels::SmallNetworkPaths<ExecSpace>;
   /// Called by update() between compute_gradients() and apply_gradients()
   /// with the gradients and the metrics on the same instance (data-parallel
   /// training all-reduces both there). It may change them in place; it must
@@ -234,8 +236,6 @@ class DqnLearner {
     d_head_ = matrix(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::d_head"), B,
                      layout_.head_outputs());
     td_errors_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::td_errors"), B);
-    loss_row_terms_ =
-        row_terms(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::loss_row_terms"), 2, B);
     metrics_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::metrics"), LearnerMetrics::count);
     kernels::init_weights(space, online_.flat, layout_, config_.seed, config_.init);
     Kokkos::deep_copy(space, target_.params().flat, online_.flat);
@@ -304,13 +304,7 @@ class DqnLearner {
   /// Whether an inference forward of `rows` rows runs as one fused launch
   /// (kernels/cuda/fused_small_forward.cuh): where update() is fused, for
   /// up to small_forward_max_rows rows.
-  bool fused_forward([[maybe_unused]] int rows) const {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
-      return fused_forward_ && rows > 0 && rows <= kernels::cuda::small_forward_max_rows;
-#endif
-    return false;
-  }
+  bool fused_forward(int rows) const { return fused_forward_ && rows > 0 && rows <= Paths::forward_max_rows; }
 
   /// Performance probe of the fused update (CUDA; perf/bench_pipeline.cpp
   /// --fused-phases): every fused update then records each block's clock at
@@ -330,13 +324,13 @@ class DqnLearner {
   /// Blocks of the fused update of a full batch (0 when it does not run fused).
   int fused_update_blocks() const { return fused_update_ ? fused_blocks_ : 0; }
   /// Threads per block of the fused update and forward (0 when not fused).
-  int fused_update_threads() const { return fused_update_ ? fused_threads_ : 0; }
+  int fused_update_threads() const { return fused_update_ ? config_.fused_threads : 0; }
 
   /// Graph replays of update() so far (0 off CUDA or with graphs off).
   std::int64_t graph_replays() const { return graphs_->replays(); }
 
   /// Whether the networks' products run with fused gemm epilogues
-  /// (DenseOps::fused_epilogues: on by default on CUDA, FOXRL_CUDA_GEMM_EPILOGUES=0
+  /// (DenseOps::fused_epilogues: on by default on CUDA, the kernel path gemm_epilogues off
   /// turns them off).
   bool fused_gemm_epilogues() const { return ops_->fused_epilogues(); }
 
@@ -412,10 +406,8 @@ class DqnLearner {
 
     // Online network at s and s' in one pass over stacked rows [s; s'], the
     // target network at s' (with the online one's layers where the ops
-    // allow: Mlp::forward_with_target); the loss follows, or rides in the
-    // target's head kernel.
+    // allow: Mlp::forward_with_target); then the loss.
     const auto target_flat = target_.params().flat;
-    const bool loss_in_head = fuses_loss_in_target_head(B);
 
     kernels::DqnLossArgs<memory_space> args;
     args.online_s = matrix_rows(online_net_.output(), 0, B);
@@ -434,47 +426,31 @@ class DqnLearner {
     // (the portable backward forms it with the head's dW).
     if (blas) args.head_bias_grad = layer_bias(grads_, layout_, L - 1);
     args.scratch = reduce_;
-    if (loss_in_head) {
-      online_net_.forward_with_target(space, online_.flat, target_net_, target_flat, batch.states, batch.next_states,
-                                      kernels::dqn_loss_in_head<ExecSpace>(args, loss_row_terms_));
-    } else {
-      online_net_.forward_with_target(space, online_.flat, target_net_, target_flat, batch.states, batch.next_states);
-      kernels::dqn_loss(space, args);
-    }
+    online_net_.forward_with_target(space, online_.flat, target_net_, target_flat, batch.states, batch.next_states);
+    kernels::dqn_loss(space, args);
 
     online_net_.backward(space, online_.flat, batch.states, ConstMatrix<memory_space>(args.d_head), grads_,
                          blas ? HeadBiasGrad::given : HeadBiasGrad::compute);
   }
 
   /// Decides whether update() runs fused and allocates what that needs.
-  void plan_fused_update([[maybe_unused]] const ExecSpace& space) {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      if (!config_.fused_update || !cuda_fused_allowed_by_environment() ||
-          config_.dense_backend != DenseBackend::blas || config_.matmul_precision != MatmulPrecision::fp32)
-        return;
-      using Finish = decltype(guard_.decision(metrics_));
-      using Step = decltype(adam_step(0.0f));
-      fused_threads_ = fused_small_threads_from_environment();
-      fused_unfit_ = kernels::cuda::small_update_unfit<Finish, Step>(layout_, config_.max_batch, fused_threads_);
-      if (!fused_unfit_.empty()) return;
-      // No batch up to max_batch takes more blocks than the largest one
-      // (or small_update_max_blocks, below the shared-memory cap).
-      fused_blocks_ =
-          std::max(kernels::cuda::small_update_max_blocks,
-                   kernels::cuda::plan_small_update(layout_, config_.max_batch,
-                                                    kernels::cuda::small_update_shared_limit(), fused_threads_)
-                       .blocks);
-      // Zero-initialised: the kernel never writes the layout's padding of
-      // a partial, and sums the whole flat buffer.
-      fused_grad_partials_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::fused_grad_partials"),
-                                    std::size_t(fused_blocks_) * layout_.total);
-      fused_sums_ = vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::fused_sums"),
-                           5 * std::size_t(fused_blocks_) + kernels::cuda::fused_optimizer_extra_floats);
-      fused_update_ = true;
-      fused_forward_ = kernels::cuda::small_forward_fits(layout_);
-    }
-#endif
+  void plan_fused_update(const ExecSpace& space) {
+    if (!Paths::available || !config_.fused_update || !kernel_path_on(KernelPath::fused_cuda) ||
+        config_.dense_backend != DenseBackend::blas || config_.matmul_precision != MatmulPrecision::fp32)
+      return;
+    using Finish = decltype(guard_.decision(metrics_));
+    using Step = decltype(adam_step(0.0f));
+    fused_unfit_ = Paths::template update_unfit<Finish, Step>(layout_, config_.max_batch, config_.fused_threads);
+    if (!fused_unfit_.empty()) return;
+    fused_blocks_ = Paths::update_blocks(layout_, config_.max_batch, config_.fused_threads);
+    // Zero-initialised: the kernel never writes the layout's padding of a
+    // partial, and sums the whole flat buffer.
+    fused_grad_partials_ = vector(Kokkos::view_alloc(space, "foxrl::DqnLearner::fused_grad_partials"),
+                                  std::size_t(fused_blocks_) * layout_.total);
+    fused_sums_ = vector(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "foxrl::DqnLearner::fused_sums"),
+                         Paths::update_sum_floats(fused_blocks_));
+    fused_update_ = true;
+    fused_forward_ = Paths::forward_fits(layout_);
   }
 
   /// The optimizer step's per-element work with target update `tau`.
@@ -484,40 +460,20 @@ class DqnLearner {
   }
 
   /// update()'s one launch (fused_update(); no host state changes).
-  void launch_fused_update([[maybe_unused]] const ExecSpace& space, [[maybe_unused]] const Batch<memory_space>& batch,
-                           [[maybe_unused]] float tau) {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      kernels::cuda::SmallUpdateArgs a;
-      a.plan = kernels::cuda::plan_small_update(layout_, batch.size(), kernels::cuda::small_update_shared_limit(),
-                                                fused_threads_);
-      a.online = online_.flat.data();
-      a.target = target_.params().flat.data();
-      a.grads = grads_.data();
-      a.grad_partials = fused_grad_partials_.data();
-      a.states = batch.states.data();
-      a.states_ld = static_cast<int>(batch.states.stride(0));
-      a.next_states = batch.next_states.data();
-      a.next_states_ld = static_cast<int>(batch.next_states.stride(0));
-      a.actions = batch.actions.data();
-      a.rewards = batch.rewards.data();
-      a.discounts = batch.discounts.data();
-      a.is_weights = batch.is_weights.data();
-      a.loss = config_.loss;
-      a.td_errors = td_errors_.data();
-      a.metrics = metrics_.data();
-      a.metric_partials = fused_sums_.data();
-      a.norm_partials = fused_sums_.data() + 3 * fused_blocks_;
-      a.adam_step = adam_.step().data();
-      if (fused_probe_.extent(0) > 0 && a.plan.blocks == fused_blocks_) {
-        a.stamps = fused_probe_.data();
-        a.probe_updates = static_cast<int>(fused_probe_.extent(0));
-      }
-      kernels::cuda::fused_small_update(space, a, guard_.decision(metrics_), adam_step(tau));
-      return;
-    }
-#endif
-    throw LogicError("foxrl::DqnLearner: the fused update is a CUDA path");
+  void launch_fused_update(const ExecSpace& space, const Batch<memory_space>& batch, float tau) {
+    kernels::SmallUpdateBuffers<memory_space> b;
+    b.online = online_.flat.data();
+    b.target = target_.params().flat.data();
+    b.grads = grads_.data();
+    b.grad_partials = fused_grad_partials_.data();
+    b.loss = config_.loss;
+    b.td_errors = td_errors_.data();
+    b.metrics = metrics_.data();
+    b.sums = fused_sums_.data();
+    b.adam_step = adam_.step().data();
+    b.probe = fused_probe_;
+    Paths::update(space, layout_, config_.fused_threads, fused_blocks_, batch, b, guard_.decision(metrics_),
+                  adam_step(tau));
   }
 
   /// apply_gradients' launches with target update `tau` (no host state
@@ -554,9 +510,9 @@ class DqnLearner {
   /// greedy_actions(), then `per_env(i)` for every row i of `states` (a
   /// device-callable functor, e.g. the env's choosing step, reading the
   /// greedy actions) inside the same launch: where the fused forward takes
-  /// all rows in one block (CUDA; FOXRL_CUDA_FUSED_ENV_STEP=0 turns it off),
+  /// all rows in one block (CUDA; the kernel path fused_env_step off turns it off),
   /// or else where the head kernel forms the greedy actions (the blas
-  /// backend's dueling head, every backend; FOXRL_ENV_STEP_IN_HEAD=0 turns
+  /// backend's dueling head, every backend; the kernel path env_step_in_head off turns
   /// it off), on the thread that stored row i's action.
   /// Returns whether it ran `per_env`; if not, the caller runs it.
   /// kernels::NoPerEnvStep as `per_env`: only the greedy actions.
@@ -581,34 +537,17 @@ class DqnLearner {
 
   /// Whether greedy_actions_then() runs its per-env functor inside the
   /// forward's launch for `rows` rows.
-  bool fuses_env_step([[maybe_unused]] int rows) const {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
-      if (fused_forward(rows)) return fuse_env_step_ && kernels::cuda::small_forward_one_block(rows);
-#endif
+  bool fuses_env_step(int rows) const {
+    if (fused_forward(rows)) return fuse_env_step_ && Paths::forward_one_block(rows);
     return env_step_in_head_ && rows > 0 && online_net_.fuses_greedy();
   }
-  /// Whether an update of `batch` rows forms its loss inside the target
-  /// network's head kernel (kernels/agents/dqn/loss_in_head.hpp) instead of
-  /// a launch of its own: asked for (FOXRL_LOSS_IN_TARGET_HEAD=1 or
-  /// set_loss_in_target_head; off by default, measured slower on an H100),
-  /// the blas backend's head kernel, a batch the loss kernel splits over
-  /// several teams. The same bits either way.
-  bool fuses_loss_in_target_head(int batch) const {
-    return loss_in_target_head_ && target_net_.fuses_greedy() &&
-           kernels::dqn_loss_fits_in_head<ExecSpace>(batch, layout_.head_outputs(), reduce_) &&
-           loss_row_terms_.extent(1) >= std::size_t(batch);
-  }
-  /// Turns the loss inside the target head kernel on or off (see
-  /// fuses_loss_in_target_head).
-  void set_loss_in_target_head(bool on) { loss_in_target_head_ = on; }
 
   /// Turns the env step inside the head kernel's launch on or off (on
-  /// unless FOXRL_ENV_STEP_IN_HEAD=0), where the fused forward does not
+  /// unless the kernel path env_step_in_head off), where the fused forward does not
   /// take the rows.
   void set_env_step_in_head(bool on) { env_step_in_head_ = on; }
   /// Turns the env step inside the forward's launch on or off (on where
-  /// the fused forward runs, unless FOXRL_CUDA_FUSED_ENV_STEP=0).
+  /// the fused forward runs, unless the kernel path fused_env_step off).
   void set_fused_env_step(bool on) { fuse_env_step_ = on; }
 
   /// target = online, element by element where online is finite (update()
@@ -723,28 +662,11 @@ class DqnLearner {
   }
 
   template <class After = kernels::NoPerEnvStep>
-  void launch_fused_forward([[maybe_unused]] const ExecSpace& space,
-                            [[maybe_unused]] const ConstMatrix<memory_space>& states,
-                            [[maybe_unused]] std::int32_t* greedy, [[maybe_unused]] const After& after = After()) {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      const auto& head = online_net_.output();
-      kernels::cuda::SmallForwardArgs a;
-      a.plan = kernels::cuda::plan_small_forward(layout_, static_cast<int>(states.extent(0)), fused_threads_);
-      a.params = online_.flat.data();
-      a.states = states.data();
-      a.states_ld = static_cast<int>(states.stride(0));
-      a.head = head.data();
-      a.head_ld = static_cast<int>(head.stride(0));
-      a.greedy = greedy;
-      if constexpr (std::is_same_v<After, kernels::NoPerEnvStep>)
-        kernels::cuda::fused_small_forward(space, a);
-      else
-        kernels::cuda::fused_small_forward(space, a, after);
-      return;
-    }
-#endif
-    throw LogicError("foxrl::DqnLearner: the fused forward is a CUDA path");
+  void launch_fused_forward(const ExecSpace& space, const ConstMatrix<memory_space>& states, std::int32_t* greedy,
+                            const After& after = After()) {
+    const auto& head = online_net_.output();
+    Paths::forward(space, layout_, config_.fused_threads, online_.flat.data(), states, head.data(),
+                   static_cast<int>(head.stride(0)), greedy, after);
   }
 
   DqnLearnerConfig config_;
@@ -758,9 +680,6 @@ class DqnLearner {
   Mlp<ExecSpace> online_net_, target_net_;
   matrix d_head_;
   vector td_errors_, metrics_;
-  /// Each row's weighted loss and Q(s, a), for the sums of the loss inside
-  /// the target head kernel.
-  row_terms loss_row_terms_;
   TrainingGuard<ExecSpace> guard_;
   std::unique_ptr<StreamGraphs<ExecSpace>> graphs_;
   GradientHook hook_;
@@ -768,12 +687,9 @@ class DqnLearner {
   bool gradients_pending_ = false;
   bool fused_update_ = false;
   bool fused_forward_ = false;  ///< inference of up to small_forward_max_rows rows in one launch
-  bool fuse_env_step_ = fused_env_step_allowed_by_environment();       ///< greedy_actions_then's per-env work in it
-  bool env_step_in_head_ = env_step_in_head_allowed_by_environment();  ///< ... or in the head kernel's launch
-  bool loss_in_target_head_ = loss_in_target_head_requested_by_environment();
+  bool fuse_env_step_ = kernel_path_on(KernelPath::fused_env_step);       ///< greedy_actions_then's per-env work in it
+  bool env_step_in_head_ = kernel_path_on(KernelPath::env_step_in_head);  ///< ... or in the head kernel's launch
   int fused_blocks_ = 0;  ///< the most blocks a fused update of up to max_batch rows takes
-  int fused_threads_ =
-      fused_small_default_threads;  ///< per block of the fused update and forward (FOXRL_CUDA_FUSED_THREADS)
   std::string fused_unfit_;
   vector fused_grad_partials_, fused_sums_;      ///< the fused update's partial gradients and block sums
   FusedUpdateStamps<memory_space> fused_probe_;  ///< set_fused_update_probe's stamps (usually empty)

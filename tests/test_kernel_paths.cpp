@@ -89,7 +89,7 @@ TEST_CASE("DqnLearnerConfig takes 256, 512 or 1024 fused threads and refuses any
   }
   for (const int bad : {0, 128, 384, 2048}) {
     c.fused_threads = bad;
-    CHECK_THROWS_WITH(c.validate(), Catch::Contains("fused_threads must be 256, 512 or 1024, got " +
-                                                    std::to_string(bad)));
+    CHECK_THROWS_WITH(c.validate(),
+                      Catch::Contains("fused_threads must be 256, 512 or 1024, got " + std::to_string(bad)));
   }
 }

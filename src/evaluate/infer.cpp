@@ -53,5 +53,4 @@ std::string infer(const InferOptions& args) {
   return text.str();
 }
 
-
 }  // namespace foxrl

@@ -8,10 +8,10 @@
 namespace foxrl {
 
 struct InferOptions {
-  std::string run_dir;  ///< a run directory of `foxrl train` (its newest checkpoint) or one generation
-  std::string data;     ///< OHLCV CSV: timestamp,open,high,low,close,volume
-  int position = 0;     ///< the position held now: -1, 0 or 1 (long-only: 0 or 1)
-  bool latest = false;  ///< only the decision after the last bar
+  std::string run_dir;         ///< a run directory of `foxrl train` (its newest checkpoint) or one generation
+  std::string data;            ///< OHLCV CSV: timestamp,open,high,low,close,volume
+  int position = 0;            ///< the position held now: -1, 0 or 1 (long-only: 0 or 1)
+  bool latest = false;         ///< only the decision after the last bar
   std::string format = "csv";  ///< "csv" or "json"
   bool skip_bad_rows = false;
   bool allow_implausible_bars = false;

@@ -94,13 +94,12 @@ void print_json(std::ostream& out, const DatasetFile& d, const DatasetStatistics
 
 void print_text(std::ostream& out, const DatasetFile& d, const DatasetStatistics& s) {
   const DatasetMetadata& m = d.metadata;
-  out << "dataset:           " << d.path << (d.file.checksummed ? " (checksums verified)" : " (no checksums)")
-            << "\n";
-  out << "env:               " << m.env << (m.split.empty() ? "" : ", split " + m.split) << ", " << s.num_envs
-            << " env" << (s.num_envs == 1 ? "" : "s") << " side by side\n";
+  out << "dataset:           " << d.path << (d.file.checksummed ? " (checksums verified)" : " (no checksums)") << "\n";
+  out << "env:               " << m.env << (m.split.empty() ? "" : ", split " + m.split) << ", " << s.num_envs << " env"
+      << (s.num_envs == 1 ? "" : "s") << " side by side\n";
   out << "policy:            " << (m.policy.empty() ? "(not recorded)" : m.policy)
-            << (m.policy == "epsilon-greedy" ? ", epsilon " + number_text(m.epsilon) : "")
-            << (m.seed.empty() ? "" : ", seed " + m.seed) << (m.run.empty() ? "" : ", run " + m.run) << "\n";
+      << (m.policy == "epsilon-greedy" ? ", epsilon " + number_text(m.epsilon) : "")
+      << (m.seed.empty() ? "" : ", seed " + m.seed) << (m.run.empty() ? "" : ", run " + m.run) << "\n";
   out << "transitions:       " << s.transitions << "\n";
   out << "observation dim:   " << s.obs_dim << (d.normalizer ? " (normaliser statistics included)" : "") << "\n";
   out << "actions:           " << s.num_actions << "\n";
@@ -108,12 +107,12 @@ void print_text(std::ostream& out, const DatasetFile& d, const DatasetStatistics
   out << "truncated:         " << s.truncated << " (" << percent(s.truncated, s.transitions) << ")\n";
   if (s.episodes_exact) {
     out << "episodes:          " << s.returns.count << " complete, " << s.unfinished
-              << " unfinished at the end of the recording (not counted)\n";
+        << " unfinished at the end of the recording (not counted)\n";
     if (s.returns.count > 0) {
       out << "episode return:    mean " << number(s.returns.mean) << ", std " << number(s.returns.std) << ", min "
-                << number(s.returns.min) << ", max " << number(s.returns.max) << "\n";
+          << number(s.returns.min) << ", max " << number(s.returns.max) << "\n";
       out << "episode length:    mean " << number(s.lengths.mean) << ", std " << number(s.lengths.std) << ", min "
-                << number(s.lengths.min) << ", max " << number(s.lengths.max) << "\n";
+          << number(s.lengths.min) << ", max " << number(s.lengths.max) << "\n";
     }
   } else {
     out << "episodes:          cannot be reconstructed exactly: " << s.why << "\n";
@@ -123,8 +122,8 @@ void print_text(std::ostream& out, const DatasetFile& d, const DatasetStatistics
     const std::int64_t n = s.action_counts[static_cast<std::size_t>(a)];
     const std::string label = action_label(d, a);
     const int bar = static_cast<int>(std::lround(40.0 * double(n) / double(s.transitions)));
-    out << "  " << a << (label.empty() ? "" : " " + label) << ": " << n << " (" << percent(n, s.transitions)
-              << ") " << std::string(static_cast<std::size_t>(bar), '#') << "\n";
+    out << "  " << a << (label.empty() ? "" : " " + label) << ": " << n << " (" << percent(n, s.transitions) << ") "
+        << std::string(static_cast<std::size_t>(bar), '#') << "\n";
   }
 }
 

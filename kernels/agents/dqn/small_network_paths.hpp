@@ -92,9 +92,8 @@ struct SmallNetworkPaths<Kokkos::Cuda> {
   static int update_blocks(const NetworkLayout& layout, int max_batch, int threads) {
     // No batch up to max_batch takes more blocks than the largest one (or
     // small_update_max_blocks, below the shared-memory cap).
-    return std::max(
-        cuda::small_update_max_blocks,
-        cuda::plan_small_update(layout, max_batch, cuda::small_update_shared_limit(), threads).blocks);
+    return std::max(cuda::small_update_max_blocks,
+                    cuda::plan_small_update(layout, max_batch, cuda::small_update_shared_limit(), threads).blocks);
   }
   static std::size_t update_sum_floats(int blocks) {
     return 5 * std::size_t(blocks) + cuda::fused_optimizer_extra_floats;

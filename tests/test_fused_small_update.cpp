@@ -298,7 +298,7 @@ TEST_CASE("the fused update: hard target copy, the guard's rejection, determinis
     // of the guard's state: a block that disagreed would leave some
     // weights stepped and others not, and the restore's weights would not
     // be the snapshot's.
-    auto fused_config = config_of(shape, true, threads), twin_config = config_of(shape, false);
+    auto fused_config = config_of(shape, true), twin_config = config_of(shape, false);
     fused_config.guard.max_bad = twin_config.guard.max_bad = 3;
     Learner fused(space, fused_config), twin(space, twin_config);
     const auto p0 = flat_host(space, fused.learner.weights().online);

@@ -26,6 +26,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -114,7 +116,9 @@ TEST_CASE("offline config: defaults, JSON and --set, errors naming the key", "[o
   // The config layer knows no learner; the offline registry refuses an
   // online one where a run is set up (before its directory is touched).
   auto dqn = foxrl::OfflineTrainConfig::from_json_text(R"({"algo": "dqn", "dataset": "d.safetensors"})", "a.json");
-  dqn.out_dir = (std::filesystem::temp_directory_path() / "foxrl_never_created_by_offline_config_test").string();
+  dqn.out_dir = (std::filesystem::temp_directory_path() /
+                 ("foxrl_never_created_by_offline_config_test_" + std::to_string(::getpid())))
+                    .string();
   CHECK_THROWS_WITH(foxrl::OfflineTrainingRun(dqn).run(),
                     Catch::Contains("algo 'dqn': not a registered offline algorithm (iql, cql, bc)"));
   CHECK_FALSE(std::filesystem::exists(dqn.out_dir));

@@ -7,6 +7,7 @@
 #include "io/state_archive.hpp"
 #include "replay/replay_buffer.hpp"
 #include "support/device_copy.hpp"
+#include "support/env_test_util.hpp"
 #include "support/replay_synthetic.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
@@ -137,8 +138,10 @@ TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips,
   foxrl::ExecutionContext<Exec> context;
   const auto& space = context.space();
   const Synthetic syn{5, 4, 2, 3};
-  const auto dir = std::filesystem::temp_directory_path() / "foxrl_test_replay_boundary_per_slot";
-  std::filesystem::create_directories(dir);
+  // A directory of this process alone: CTest runs each backend's instance
+  // of this test as its own process, side by side under -j.
+  const foxrl::test::TempDir temp;
+  const std::filesystem::path dir = temp.path();
   using Buffer = foxrl::ReplayBuffer<Exec>;
 
   const auto save = [&](Buffer& buffer, const std::string& path) {
@@ -197,5 +200,4 @@ TEMPLATE_TEST_CASE("ReplayBuffer state with a boundary row per slot round-trips,
     pooled->insert(space, make_transitions(space, syn, t));
     CHECK(flatten(space, pool->sample(space, 32, 0.4f)) == flatten(space, pooled->sample(space, 32, 0.4f)));
   }
-  std::filesystem::remove_all(dir);
 }

@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -167,5 +169,40 @@ TEST_CASE("foxrl dataset info prints the statistics of known episodes", "[offlin
   CHECK_THAT(text, Catch::Contains("episode return:    mean 3.4, std 5.49909, min -6, max 10\n"));
   CHECK_THAT(text, Catch::Contains("  0: " + std::to_string(histogram[0]) + " ("));
   CHECK_THAT(text, Catch::Contains("  1: " + std::to_string(histogram[1]) + " ("));
+}
+
+TEST_CASE("foxrl dataset info on a directory says it is a directory and exits 2", "[offline][dataset-info][cli]") {
+  foxrl::test::TempDir dir;
+  const std::string command =
+      std::string("\"") + FOXRL_CLI_PATH + "\" dataset info \"" + dir.path() + "\" 2> \"" + dir.file("err.txt") + "\"";
+  const int status = std::system(command.c_str());
+  const std::string err = slurp(dir.file("err.txt"));
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(err,
+             Catch::Contains(dir.path()) && Catch::Contains("is a directory") && !Catch::Contains("header length"));
+}
+
+TEST_CASE("foxrl dataset info refuses a dataset whose config metadata lost a bit, exit 2 naming the key",
+          "[offline][dataset-info][cli]") {
+  foxrl::test::TempDir dir;
+  const std::string path = dir.file("flipped.safetensors");
+  known_episodes().write(path);
+  std::string bytes = slurp(path);
+  const std::string from = "\\\"cost_bps\\\": 5";  // inside the metadata's JSON string
+  const auto at = bytes.find(from);
+  REQUIRE(at != std::string::npos);
+  bytes[at + from.size() - 1] = '7';  // '5' 0x35 -> '7' 0x37: one bit
+  { std::ofstream(path, std::ios::binary) << bytes; }
+  const std::string command = std::string("\"") + FOXRL_CLI_PATH + "\" dataset info \"" + path + "\" > \"" +
+                              dir.file("out.txt") + "\" 2> \"" + dir.file("err.txt") + "\"";
+  const int status = std::system(command.c_str());
+  const std::string err = slurp(dir.file("err.txt"));
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(err, Catch::Contains(path) && Catch::Contains("metadata 'config'") && Catch::Contains("checksum"));
+  CHECK_THAT(slurp(dir.file("out.txt")), !Catch::Contains("checksums verified"));
 }
 #endif

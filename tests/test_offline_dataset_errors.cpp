@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -330,4 +331,33 @@ TEST_CASE("dataset load: a dataset larger than free memory is refused with the s
   // Exactly the free bytes fit; one more does not.
   CHECK_NOTHROW(foxrl::check_dataset_fits("edge.safetensors", 1, 4, 8ULL << 30, gpu));
   CHECK_THROWS_AS(foxrl::check_dataset_fits("edge.safetensors", 1, 4, (8ULL << 30) + 1, gpu), foxrl::UsageError);
+}
+
+TEST_CASE("dataset load: a flipped bit in the embedded env config is refused, naming file and key",
+          "[offline][dataset-errors]") {
+  foxrl::test::TempDir dir;
+  const std::string path = dir.file("flipped_config.safetensors");
+  valid_dataset().write(path);
+  // "cost_bps": 5.0 -> "cost_bps": 7.0 is one bit ('5' 0x35, '7' 0x37); the
+  // config would still validate.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string from = "\\\"cost_bps\\\": 5", to = "\\\"cost_bps\\\": 7";
+  const auto at = bytes.find(from);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(from, at + 1) == std::string::npos);
+  bytes.replace(at, from.size(), to);
+  { std::ofstream(path, std::ios::binary) << bytes; }
+  std::string message;
+  try {
+    (void)foxrl::read_dataset_file(path);
+  } catch (const foxrl::UsageError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK_THAT(message, Catch::Contains("'" + path + "'") && Catch::Contains("metadata 'config'") &&
+                          Catch::Contains("checksum mismatch"));
 }

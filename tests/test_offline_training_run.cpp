@@ -10,6 +10,7 @@
 #include "kernels/offline/metric_sums.hpp"
 #include "support/dataset_builder.hpp"
 #include "support/env_test_util.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/test_spaces.hpp"
 #include "train/offline_manifest.hpp"
 #include "train/offline_training_run.hpp"
@@ -168,6 +169,9 @@ TEMPLATE_TEST_CASE("offline metric sums: float64 sums of every update's metrics"
 
 TEST_CASE("offline run: logs, metrics, checkpoints, and a resumed run equals the uninterrupted one bit for bit",
           "[offline][train-offline]") {
+  // One run id for both runs: the checkpoint files carry it, so they can
+  // be compared byte for byte.
+  const foxrl::test::ScopedEnvironment same_id("FOXRL_RUN_ID", "offline-resume-test");
   foxrl::test::TempDir dir;
   const std::string data = cartpole_dataset(dir, 600);
   for (const std::string algo : {"iql", "cql", "bc"}) {

@@ -323,6 +323,34 @@ TEST_CASE("a resume refuses a generation whose best model record is damaged or o
   fs::remove_all(dir);
 }
 
+TEST_CASE("a resume refuses a best model directory of another run, naming the file and both run ids",
+          "[training_run][best_model]") {
+  const std::string mine = scratch_dir("mine"), other = scratch_dir("other");
+  ::setenv("FOXRL_RUN_ID", "best-of-run-a", 1);
+  foxrl::TrainConfig c = market_config(mine, 3);
+  const auto summary = run(c);
+  ::setenv("FOXRL_RUN_ID", "best-of-run-b", 1);
+  const auto theirs = run(market_config(other, 3));
+  REQUIRE(summary.best);
+  REQUIRE(theirs.best);
+  // Their best model, copied over the one this run's checkpoint names.
+  const std::string target = best_dir(mine, summary.best->epoch);
+  fs::remove_all(target);
+  fs::copy(best_dir(other, theirs.best->epoch), target, fs::copy_options::recursive);
+  c.epochs = 4;
+  std::string message;
+  try {
+    run(c, true);
+  } catch (const foxrl::UsageError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK_THAT(message, Catch::Contains(target + "/best.json") && Catch::Contains("best-of-run-a") &&
+                          Catch::Contains("best-of-run-b"));
+  fs::remove_all(mine);
+  fs::remove_all(other);
+}
+
 TEST_CASE("a CartPole run has no validation fields and no best model", "[training_run][best_model]") {
   const std::string dir = scratch_dir("cartpole");
   const auto summary = run(foxrl::test::tiny_trainer_config("cartpole", dir, 2));

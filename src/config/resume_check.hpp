@@ -5,7 +5,7 @@
 // extended), `out_dir` (a location, not a setting: a run directory may be
 // moved), `keep_checkpoints` (how many generations the directory keeps)
 // and the keys a kind of run names besides (an offline run's `dataset`: a
-// moved file, checked by its size).
+// moved file, checked by its size and SHA-256).
 
 #include "config/offline_train_config.hpp"
 #include "config/train_config.hpp"

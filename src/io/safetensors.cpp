@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "io/crc32c.hpp"
+#include "io/sha256.hpp"
 #include "io/strict_json.hpp"
 
 #include <nlohmann/json.hpp>
@@ -13,8 +14,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace foxrl::safetensors {
@@ -46,6 +48,110 @@ void require_little_endian(const std::string& path) {
 
 [[noreturn]] void fail_write(const std::string& path, const std::string& what) {
   throw Error("safetensors file '" + path + "': " + what);
+}
+
+std::string too_many_tensors() {
+  return "more than " + std::to_string(max_tensors) + " tensors (a foxrl file holds a few hundred at most)";
+}
+
+/// How often `needle` occurs in `text` (non-overlapping).
+std::size_t count_occurrences(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++count;
+  return count;
+}
+
+/// An open regular file read at explicit offsets; every read is checked
+/// (a directory, a device or a file that shrank is named, not misread).
+class FileReader {
+ public:
+  explicit FileReader(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      fail(path, "cannot read its size: " + why);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fail(path, S_ISDIR(st.st_mode) ? "is a directory, not a safetensors file" : "is not a regular file");
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+  ~FileReader() { ::close(fd_); }
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  std::uint64_t size() const { return size_; }
+
+  /// Reads exactly `n` bytes at `offset` into `out`; `what` names them in
+  /// the error.
+  void read_at(std::uint64_t offset, unsigned char* out, std::uint64_t n, const std::string& what) const {
+    while (n > 0) {
+      const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, 1u << 30));
+      const ssize_t got = ::pread(fd_, out, chunk, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail(path_, "could not read " + what + ": " + std::strerror(errno));
+      if (got == 0) fail(path_, "could not read " + what + ": the file ended early (was it truncated while read?)");
+      out += got;
+      offset += static_cast<std::uint64_t>(got);
+      n -= static_cast<std::uint64_t>(got);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+/// The metadata checksum's value: every other metadata entry's CRC-32C of
+/// its value, as a JSON object {"key": "8 hex digits"} (so a damaged value
+/// is named by its key).
+std::string metadata_checksums_of(const std::map<std::string, std::string>& metadata) {
+  nlohmann::json sums = nlohmann::json::object();
+  for (const auto& [key, value] : metadata) sums[key] = crc32c_hex(crc32c(value.data(), value.size()));
+  return sums.dump();
+}
+
+[[noreturn]] void fail_metadata(const std::string& path, const std::string& key, const std::string& what) {
+  throw UsageError("safetensors file '" + path + "': metadata '" + key + "': " + what);
+}
+
+/// Checks `metadata` against the stored metadata checksum `stored`: every
+/// key covered, none missing, every value's CRC-32C equal.
+void verify_metadata(const std::string& path, const std::string& stored,
+                     const std::map<std::string, std::string>& metadata) {
+  nlohmann::json sums;
+  try {
+    sums = parse_strict_json(stored, metadata_checksum_key);
+  } catch (const UsageError&) {
+    fail_metadata(path, metadata_checksum_key, "not a JSON object of checksums: the metadata is damaged");
+  }
+  if (!sums.is_object()) fail_metadata(path, metadata_checksum_key, "not a JSON object of checksums: damaged");
+  for (auto it = sums.begin(); it != sums.end(); ++it) {
+    if (!it.value().is_string()) fail_metadata(path, metadata_checksum_key, "a checksum that is not a string: damaged");
+    const auto value = metadata.find(it.key());
+    if (value == metadata.end())
+      fail_metadata(path, it.key(), "missing, though the metadata checksum covers it (damaged header?)");
+    const std::string computed = crc32c_hex(crc32c(value->second.data(), value->second.size()));
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    // Short values are shown (a flipped digit is visible); a long one (an
+    // embedded config) by its size.
+    const std::string shown = value->second.size() <= 64
+                                  ? "the value " + quote_excerpt(value->second)
+                                  : "its value of " + std::to_string(value->second.size()) + " bytes";
+    if (it.value().get<std::string>() != computed)
+      fail_metadata(path, it.key(),
+                    "checksum mismatch (stored CRC-32C " + it.value().get<std::string>().substr(0, 16) + ", " + shown +
+                        " gives " + computed + "): the metadata is damaged");
+#endif
+  }
+  for (const auto& entry : metadata)
+    if (!sums.contains(entry.first))
+      fail_metadata(path, entry.first, "not covered by the metadata checksum (damaged or edited header?)");
 }
 
 /// The metadata key holding a tensor's CRC-32C.
@@ -126,7 +232,17 @@ std::int64_t Tensor::numel() const {
 }
 
 const Tensor* File::find(const std::string& name) const {
-  for (const auto& t : tensors)
+  // The index follows `tensors` as callers append to it; an entry is used
+  // only if it still names the tensor it points at.
+  if (indexed_ != tensors.size()) {
+    index_.clear();
+    for (std::size_t i = 0; i < tensors.size(); ++i) index_.emplace(tensors[i].name, i);  // the first of a name
+    indexed_ = tensors.size();
+  }
+  const auto it = index_.find(name);
+  if (it != index_.end() && it->second < tensors.size() && tensors[it->second].name == name)
+    return &tensors[it->second];
+  for (const auto& t : tensors)  // renamed in place since the index was built (rare)
     if (t.name == name) return &t;
   return nullptr;
 }
@@ -139,16 +255,16 @@ std::size_t dtype_size(const std::string& dtype) {
   return it == sizes.end() ? 0 : it->second;
 }
 
-File read(const std::string& path) {
+File read(const std::string& path, std::string* sha256) {
   require_little_endian(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const auto file_size = static_cast<std::uint64_t>(in.tellg());
-  in.seekg(0, std::ios::beg);
+  const FileReader in(path);
+  const std::uint64_t file_size = in.size();
   if (file_size < 8) fail(path, "file is " + std::to_string(file_size) + " bytes, too short for the header length");
+  // The whole file passes through `hash` in order, once, as it is read.
+  Sha256 hash;
   unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  in.read_at(0, len_bytes, 8, "the header length");
+  hash.update(len_bytes, 8);
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
   if (header_len > file_size - 8)
@@ -157,8 +273,12 @@ File read(const std::string& path) {
   if (header_len > max_header_bytes)
     fail(path, "header length " + std::to_string(header_len) + " exceeds the 100 MiB limit");
   std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  if (!in) fail(path, "could not read the header");
+  in.read_at(8, reinterpret_cast<unsigned char*>(header.data()), header_len, "the header");
+  hash.update(reinterpret_cast<const unsigned char*>(header.data()), header.size());
+  // Every tensor entry names its "data_offsets": counting them bounds the
+  // tensor count before the JSON document is built (a 100 MiB header of
+  // small entries would otherwise build a document of gigabytes).
+  if (count_occurrences(header, "\"data_offsets\"") > max_tensors) fail(path, too_many_tensors());
 
   // Strict: a damaged header must not overflow the stack (nesting) or pass
   // with a tensor named twice (duplicate keys).
@@ -169,16 +289,21 @@ File read(const std::string& path) {
     fail(path, std::string("corrupt header JSON: ") + e.what());
   }
   if (!j.is_object()) fail(path, "corrupt header: the JSON header is not an object");
+  if (j.size() > max_tensors + 1) fail(path, too_many_tensors());  // + 1: "__metadata__"
 
   File file;
   std::vector<Entry> entries;
+  entries.reserve(j.size());
   std::map<std::string, std::string> checksums;  // tensor name -> stored CRC-32C
+  std::optional<std::string> metadata_checksums;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it.value().is_object()) fail(path, "\"__metadata__\" is not an object");
       for (auto m = it.value().begin(); m != it.value().end(); ++m) {
         if (!m.value().is_string()) fail(path, "\"__metadata__\" value of '" + m.key() + "' is not a string");
-        if (m.key().rfind(checksum_prefix, 0) == 0) {
+        if (m.key() == metadata_checksum_key) {
+          metadata_checksums = m.value().get<std::string>();
+        } else if (m.key().rfind(checksum_prefix, 0) == 0) {
           checksums[m.key().substr(std::strlen(checksum_prefix))] = m.value().get<std::string>();
         } else {
           file.metadata[m.key()] = m.value().get<std::string>();
@@ -194,10 +319,17 @@ File read(const std::string& path) {
   for (const auto& e : entries)
     if (file.checksummed && checksums.count(e.name) == 0)
       fail_tensor(path, e.name, "no checksum, though the file has checksums for other tensors (damaged header?)");
-  for (const auto& checksum : checksums) {
-    const std::string& name = checksum.first;  // not a structured binding: C++17 lambdas cannot capture those
-    const bool known = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
-    if (!known) fail(path, "a checksum for tensor '" + name + "', which the file does not hold (damaged header?)");
+  if (checksums.size() > entries.size()) {
+    // Some checksum names a tensor the file does not hold: name it.
+    std::set<std::string> held;
+    for (const auto& e : entries) held.insert(e.name);
+    for (const auto& checksum : checksums)
+      if (held.count(checksum.first) == 0)
+        fail(path, "a checksum for tensor '" + checksum.first + "', which the file does not hold (damaged header?)");
+  }
+  if (metadata_checksums) {
+    verify_metadata(path, *metadata_checksums, file.metadata);
+    file.metadata_checksummed = true;
   }
 
   const std::uint64_t data_size = file_size - 8 - header_len;
@@ -213,11 +345,15 @@ File read(const std::string& path) {
       fail_tensor(path, entries[i].name, "data_offsets overlap those of tensor '" + entries[i - 1].name + "'");
 
   std::vector<unsigned char> data(data_size);
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data_size));
-  if (!in) fail(path, "could not read the data section");
+  in.read_at(8 + header_len, data.data(), data_size, "the data section");
+  if (sha256 != nullptr) {
+    hash.update(data.data(), data.size());
+    *sha256 = hash.hex();
+  }
+  file.tensors.reserve(entries.size());
   for (const auto& e : entries) {
     if (file.checksummed) {
-      const std::string stored = checksums.at(e.name);
+      const std::string& stored = checksums.at(e.name);
       const std::string computed = crc32c_hex(crc32c(data.data() + e.begin, e.end - e.begin));
       // Fuzzing builds (the libFuzzer convention) read past the checksum, so
       // mutated files reach the validation behind it.
@@ -254,9 +390,13 @@ void write(const std::string& path, const File& file) {
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
-  // Every tensor's CRC-32C goes into the metadata (checksum keys a read
-  // file carried are dropped by read(), so they are always fresh here).
-  std::map<std::string, std::string> metadata = file.metadata;
+  // The metadata's checksum, then every tensor's CRC-32C go into the
+  // metadata (checksum keys a caller left in are dropped: they are always
+  // computed here).
+  std::map<std::string, std::string> metadata;
+  for (const auto& entry : file.metadata)
+    if (entry.first.rfind(checksum_prefix, 0) != 0) metadata.insert(entry);
+  metadata[metadata_checksum_key] = metadata_checksums_of(metadata);
   for (const auto& t : file.tensors) metadata[checksum_key(t.name)] = crc32c_hex(crc32c(t.data.data(), t.data.size()));
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();

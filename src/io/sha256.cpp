@@ -2,9 +2,11 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -23,80 +25,80 @@ constexpr std::array<std::uint32_t, 64> kRound = {
 
 std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-/// The hash state fed in 64-byte blocks.
-class Sha256 {
- public:
-  void update(const unsigned char* data, std::size_t n) {
-    length_ += n;
-    for (std::size_t i = 0; i < n; ++i) {
-      block_[fill_++] = data[i];
-      if (fill_ == 64) {
-        compress();
-        fill_ = 0;
-      }
-    }
-  }
-
-  std::string hex() {
-    const std::uint64_t bits = length_ * 8;
-    const unsigned char one = 0x80, zero = 0;
-    update(&one, 1);
-    while (fill_ != 56) update(&zero, 1);
-    unsigned char tail[8];
-    for (int i = 0; i < 8; ++i) tail[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-    update(tail, 8);
-    std::string out;
-    char digits[9];
-    for (std::uint32_t h : h_) {
-      std::snprintf(digits, sizeof digits, "%08x", static_cast<unsigned>(h));
-      out += digits;
-    }
-    return out;
-  }
-
- private:
-  void compress() {
-    std::uint32_t w[64];
-    for (int t = 0; t < 16; ++t) {
-      w[t] = std::uint32_t(block_[4 * t]) << 24 | std::uint32_t(block_[4 * t + 1]) << 16 |
-             std::uint32_t(block_[4 * t + 2]) << 8 | std::uint32_t(block_[4 * t + 3]);
-    }
-    for (int t = 16; t < 64; ++t) {
-      const std::uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-      const std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-    }
-    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int t = 0; t < 64; ++t) {
-      const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + w[t];
-      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g;
-      g = f;
-      f = e;
-      e = d + t1;
-      d = c;
-      c = b;
-      b = a;
-      a = t1 + t2;
-    }
-    h_[0] += a;
-    h_[1] += b;
-    h_[2] += c;
-    h_[3] += d;
-    h_[4] += e;
-    h_[5] += f;
-    h_[6] += g;
-    h_[7] += h;
-  }
-
-  std::array<std::uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  unsigned char block_[64] = {};
-  std::size_t fill_ = 0;
-  std::uint64_t length_ = 0;
-};
-
 }  // namespace
+
+void Sha256::update(const unsigned char* data, std::size_t n) {
+  length_ += n;
+  // Whole blocks straight from `data`; the rest through the block buffer.
+  while (n > 0) {
+    if (fill_ == 0 && n >= 64) {
+      compress(data);
+      data += 64;
+      n -= 64;
+      continue;
+    }
+    const std::size_t take = std::min<std::size_t>(64 - fill_, n);
+    std::memcpy(block_ + fill_, data, take);
+    fill_ += take;
+    data += take;
+    n -= take;
+    if (fill_ == 64) {
+      compress(block_);
+      fill_ = 0;
+    }
+  }
+}
+
+std::string Sha256::hex() {
+  const std::uint64_t bits = length_ * 8;
+  const unsigned char one = 0x80, zero = 0;
+  update(&one, 1);
+  while (fill_ != 56) update(&zero, 1);
+  unsigned char tail[8];
+  for (int i = 0; i < 8; ++i) tail[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+  update(tail, 8);
+  std::string out;
+  char digits[9];
+  for (std::uint32_t h : h_) {
+    std::snprintf(digits, sizeof digits, "%08x", static_cast<unsigned>(h));
+    out += digits;
+  }
+  return out;
+}
+
+void Sha256::compress(const unsigned char* block) {
+  std::uint32_t w[64];
+  for (int t = 0; t < 16; ++t) {
+    w[t] = std::uint32_t(block[4 * t]) << 24 | std::uint32_t(block[4 * t + 1]) << 16 |
+           std::uint32_t(block[4 * t + 2]) << 8 | std::uint32_t(block[4 * t + 3]);
+  }
+  for (int t = 16; t < 64; ++t) {
+    const std::uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+    const std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  for (int t = 0; t < 64; ++t) {
+    const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + w[t];
+    const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h_[0] += a;
+  h_[1] += b;
+  h_[2] += c;
+  h_[3] += d;
+  h_[4] += e;
+  h_[5] += f;
+  h_[6] += g;
+  h_[7] += h;
+}
 
 std::string sha256_hex(const std::string& bytes) {
   Sha256 s;

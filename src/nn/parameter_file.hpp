@@ -154,17 +154,24 @@ class ParameterFileReader {
   std::deque<std::pair<std::int64_t, Kokkos::View<std::int64_t, memory_space>>> steps_;
 };
 
+/// Throws UsageError "checkpoint '<path>': metadata '<key>' is '...',
+/// expected '<expected>'<why>" unless the file's metadata holds `expected`
+/// under `key` (the messages of every checkpoint metadata check).
+inline void check_checkpoint_entry(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                   const std::string& key, const std::string& expected, const std::string& why = "") {
+  const auto it = metadata.find(key);
+  if (it != metadata.end() && it->second == expected) return;
+  throw UsageError("checkpoint '" + path + "': metadata '" + key + "' is " +
+                   (it == metadata.end() ? std::string("missing") : quote_excerpt(it->second)) + ", expected '" +
+                   expected + "'" + why);
+}
+
 /// Throws UsageError "checkpoint '<path>': metadata 'format' is '...',
 /// expected '<expected>'" unless the file's metadata names `expected`
 /// (a checkpoint of another learner is refused before any tensor is read).
 inline void check_checkpoint_format(const std::string& path, const std::map<std::string, std::string>& metadata,
                                     const std::string& expected) {
-  const auto it = metadata.find("format");
-  const std::string format = it == metadata.end() ? std::string() : it->second;
-  if (format != expected)
-    throw UsageError("checkpoint '" + path + "': metadata 'format' is " +
-                     (it == metadata.end() ? std::string("missing") : quote_excerpt(format)) + ", expected '" +
-                     expected + "'");
+  check_checkpoint_entry(path, metadata, "format", expected);
 }
 
 }  // namespace foxrl

@@ -57,7 +57,13 @@ const safetensors::Tensor& DatasetFile::tensor(const std::string& name) const {
   return *t;
 }
 
-DatasetFile read_dataset_file(const std::string& path) { return validate_dataset(path, safetensors::read(path)); }
+DatasetFile read_dataset_file(const std::string& path) {
+  std::string sha256;
+  safetensors::File file = safetensors::read(path, &sha256);
+  DatasetFile out = validate_dataset(path, std::move(file));
+  out.sha256 = std::move(sha256);
+  return out;
+}
 
 DatasetFile validate_dataset(const std::string& path, safetensors::File file) {
   DatasetFile out;

@@ -32,6 +32,9 @@ struct DatasetFile {
   /// through (market datasets collected with --run; float64), in the form
   /// SignalAdapter::import_state takes.
   std::optional<NormalizerState> normalizer;
+  /// SHA-256 of the file's bytes (read_dataset_file; "" for a file
+  /// validated from memory): the dataset's identity in offline runs.
+  std::string sha256;
 
   /// The tensor called `name` (one of the above); LogicError if absent.
   const safetensors::Tensor& tensor(const std::string& name) const;

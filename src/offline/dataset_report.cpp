@@ -56,6 +56,14 @@ nlohmann::ordered_json number_or_text(const std::string& text) {
   return text;
 }
 
+/// What the reader verified: files written before metadata checksums
+/// existed have their tensors' checksums only.
+std::string checksum_note(const safetensors::File& f) {
+  if (!f.checksummed) return f.metadata_checksummed ? "metadata checksum verified" : "no checksums";
+  return f.metadata_checksummed ? "checksums verified"
+                                : "tensor checksums verified; metadata not checksummed (an older file)";
+}
+
 nlohmann::ordered_json summary_json(const SummaryStatistics& s) {
   return {{"count", s.count}, {"mean", s.mean}, {"std", s.std}, {"min", s.min}, {"max", s.max}};
 }
@@ -65,6 +73,8 @@ void print_json(std::ostream& out, const DatasetFile& d, const DatasetStatistics
   nlohmann::ordered_json j;
   j["file"] = d.path;
   j["checksummed"] = d.file.checksummed;
+  j["metadata_checksummed"] = d.file.metadata_checksummed;
+  j["sha256"] = d.sha256;
   j["env"] = m.env;
   j["transitions"] = s.transitions;
   j["obs_dim"] = s.obs_dim;
@@ -94,7 +104,8 @@ void print_json(std::ostream& out, const DatasetFile& d, const DatasetStatistics
 
 void print_text(std::ostream& out, const DatasetFile& d, const DatasetStatistics& s) {
   const DatasetMetadata& m = d.metadata;
-  out << "dataset:           " << d.path << (d.file.checksummed ? " (checksums verified)" : " (no checksums)") << "\n";
+  out << "dataset:           " << d.path << " (" << checksum_note(d.file) << ")\n";
+  out << "sha256:            " << d.sha256 << "\n";
   out << "env:               " << m.env << (m.split.empty() ? "" : ", split " + m.split) << ", " << s.num_envs << " env"
       << (s.num_envs == 1 ? "" : "s") << " side by side\n";
   out << "policy:            " << (m.policy.empty() ? "(not recorded)" : m.policy)

@@ -1,8 +1,10 @@
 #include "train/best_model.hpp"
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "io/atomic_file.hpp"
 #include "io/strict_json.hpp"
+#include "train/run_manifest.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +97,23 @@ std::string BestModelStore::path_of(std::int64_t epoch) const {
   for (const auto& g : store_.generations())
     if (g.epoch == epoch) return g.path;
   return {};
+}
+
+std::string BestModelStore::verified_path_of(const BestModel& best) const {
+  const std::string dir = path_of(best.epoch);
+  if (dir.empty()) return dir;
+  const auto refuse = [&](const std::string& file, const std::string& run, std::int64_t epoch) {
+    throw UsageError(dir + "/" + file + ": the best model of run " + quote_excerpt(run) + ", epoch " +
+                     std::to_string(epoch) + "; this run (" + best.run_id + ") chose the best model of epoch " +
+                     std::to_string(best.epoch) + ": a best model from another run or epoch is not used");
+  };
+  const BestModel there = BestModel::read(dir);
+  if (there.run_id != best.run_id || there.epoch != best.epoch) refuse(BestModel::file, there.run_id, there.epoch);
+  const RunManifest manifest = RunManifest::read(dir);
+  // Manifests of version 1 carry no run id.
+  if ((!manifest.identity.run_id.empty() && manifest.identity.run_id != best.run_id) || manifest.epoch != best.epoch)
+    refuse("checkpoint.json", manifest.identity.run_id, manifest.epoch);
+  return dir;
 }
 
 std::string BestModelStore::resolve(const std::string& run_dir) {

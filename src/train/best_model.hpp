@@ -15,7 +15,9 @@
 // run goes on comparing against the right score; the best model a kept
 // generation names stays on disk (with the newest one) until no kept
 // generation names it, and best models newer than the generation a run
-// resumes from are discarded (the resumed run redoes those epochs).
+// resumes from are discarded (the resumed run redoes those epochs). A best
+// model is used only where its files name the run and epoch that look for
+// it: one copied in from another run is refused by name.
 
 #include "market/validation_result.hpp"
 #include "train/checkpoint_store.hpp"
@@ -63,6 +65,13 @@ class BestModelStore {
   void discard_after(std::int64_t epoch) const;
   /// The directory of the best model of `epoch`; empty when there is none.
   std::string path_of(std::int64_t epoch) const;
+  /// The directory of the best model `best` names (its epoch), after
+  /// checking that what is there is that model of `best.run_id`'s run: its
+  /// best.json and checkpoint.json name that run and epoch (UsageError
+  /// naming the file and both ids otherwise; the weights are checked
+  /// against checkpoint.json where they are loaded). Empty when there is
+  /// none.
+  std::string verified_path_of(const BestModel& best) const;
   /// The newest best model's directory (the run's best); UsageError naming
   /// `run_dir` when it has none.
   static std::string resolve(const std::string& run_dir);

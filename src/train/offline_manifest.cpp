@@ -2,6 +2,7 @@
 
 #include "config/offline_train_config.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "io/atomic_file.hpp"
 #include "io/crc32c.hpp"
 #include "io/strict_json.hpp"
@@ -42,6 +43,11 @@ void OfflineManifest::write(const std::string& dir) const {
   j["updates"] = updates;
   j["sample_calls"] = sample_calls;
   j["dataset_rows"] = dataset_rows;
+  if (!dataset_sha256.empty()) j["dataset_sha256"] = dataset_sha256;
+  if (!identity.run_id.empty()) {
+    j["run_id"] = identity.run_id;
+    j["config_hash"] = identity.config_hash;
+  }
   j["log_bytes"] = log_bytes;
   if (ranks != 1) j["ranks"] = ranks;  // single-process manifests stay as they were
   j["crc32c"] = content_checksum(j);
@@ -77,6 +83,11 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
     m.sample_calls = field("sample_calls").get<std::uint64_t>();
     m.dataset_rows = field("dataset_rows").get<std::int64_t>();
     m.log_bytes = field("log_bytes").get<std::map<std::string, std::int64_t>>();
+    if (j.contains("dataset_sha256")) m.dataset_sha256 = j.at("dataset_sha256").get<std::string>();
+    if (j.contains("run_id")) {
+      m.identity.run_id = j.at("run_id").get<std::string>();
+      m.identity.config_hash = field("config_hash").get<std::string>();
+    }
     m.ranks = j.contains("ranks") ? j.at("ranks").get<int>() : 1;
     if (m.ranks < 1) throw UsageError(path + ": field 'ranks' is " + std::to_string(m.ranks) + ", expected >= 1");
     m.has_guard = j.contains("guard");
@@ -88,7 +99,27 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
   }
   if (m.epoch < 0 || m.updates < 0 || m.dataset_rows < 1)
     throw UsageError(path + ": negative epoch or counters, or an empty dataset");
+  if (!m.dataset_sha256.empty() &&
+      (m.dataset_sha256.size() != 64 || m.dataset_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+    throw UsageError(path + ": field 'dataset_sha256' is " + quote_excerpt(m.dataset_sha256) +
+                     ", expected 64 lowercase hex digits");
+  m.identity.epoch = m.epoch;
+  if (!m.identity.run_id.empty()) {
+    const std::string expected =
+        RunIdentity::config_hash_of(OfflineTrainConfig::from_json_text(m.config_json, path + ": field 'config'"));
+    if (m.identity.config_hash != expected)
+      throw UsageError(path + ": field 'config_hash' is " + quote_excerpt(m.identity.config_hash) +
+                       ", the field 'config' gives \"" + expected + "\"");
+  }
   return m;
+}
+
+void OfflineManifest::check_dataset(const std::string& sha256, const std::string& path,
+                                    const std::string& where) const {
+  if (dataset_sha256.empty() || dataset_sha256 == sha256) return;
+  throw UsageError(where + ": the checkpoint was trained on a dataset with SHA-256 " + dataset_sha256 +
+                   ", the dataset '" + path + "' has SHA-256 " + sha256 +
+                   ": another file at that path (an offline run is resumed and evaluated with its own dataset)");
 }
 
 void OfflineManifest::check_ranks(int ranks_now, const std::string& where) const {

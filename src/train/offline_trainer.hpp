@@ -48,6 +48,7 @@
 #include "offline/offline_dataset.hpp"
 #include "offline/offline_sampler.hpp"
 #include "train/offline_manifest.hpp"
+#include "train/run_identity.hpp"
 #include "train/run_spec.hpp"
 #include "train/training_log.hpp"
 
@@ -102,6 +103,9 @@ class OfflineTrainer {
     const DatasetFile file = read_dataset_file(config_.dataset);
     metadata_ = file.metadata;
     rows_ = file.rows;
+    dataset_sha256_ = file.sha256;
+    run_id_ = RunIdentity::new_run_id();
+    comm_->broadcast(run_id_, 0);  // rank 0's id is the run's
     spec_ = run_spec(metadata_.config);
     if (spec_.obs_dim != metadata_.obs_dim || spec_.num_actions != metadata_.num_actions)
       throw UsageError("dataset '" + config_.dataset + "': its config describes " + std::to_string(spec_.obs_dim) +
@@ -228,12 +232,16 @@ class OfflineTrainer {
   /// The row name of the learner in an evaluation report, e.g. "agent (greedy IQL)".
   std::string agent_name() const { return greedy_agent_name(config_.algo); }
 
-  /// Writes the learner (learner.safetensors) and the manifest
-  /// (offline_checkpoint.json) into `dir`. Fences.
+  /// Writes the learner (learner.safetensors), its guards
+  /// (guard.safetensors), both stamped with the run's identity, and the
+  /// manifest (offline_checkpoint.json) into `dir`. Fences.
   void save_checkpoint(const std::string& dir, const std::map<std::string, std::int64_t>& log_bytes) const {
     const ExecSpace& space = context_.space();
-    agent_->save(space, dir + "/" + OfflineManifest::learner_file, {{"algo", config_.algo}});
-    agent_->save_guard_state(space, dir + "/" + OfflineManifest::guard_file);
+    const RunIdentity identity{run_id_, RunIdentity::config_hash_of(config_), epoch_};
+    std::map<std::string, std::string> stamp = identity.metadata();
+    stamp["algo"] = config_.algo;
+    agent_->save(space, dir + "/" + OfflineManifest::learner_file, stamp);
+    agent_->save_guard_state(space, dir + "/" + OfflineManifest::guard_file, identity.metadata());
     OfflineManifest m;
     m.config_json = config_.to_json();
     m.algo = config_.algo;
@@ -241,32 +249,42 @@ class OfflineTrainer {
     m.updates = agent_->updates();
     m.sample_calls = sampler_->sample_calls();
     m.dataset_rows = rows_;
+    m.dataset_sha256 = dataset_sha256_;
+    m.identity = identity;
     m.log_bytes = log_bytes;
     m.ranks = comm_->size();
     m.write(dir);
   }
 
   /// Loads the checkpoint in `dir`: the learner and the counters. The
-  /// algorithm and dataset size must be this run's (UsageError naming the
-  /// file otherwise); on an error nothing changes.
+  /// algorithm, the dataset (size and SHA-256) and the identity of the
+  /// learner and guard files must be this run's (UsageError naming the
+  /// file otherwise); on an error the trainer must be discarded.
   OfflineManifest resume(const std::string& dir) {
     const ExecSpace& space = context_.space();
     OfflineManifest m = OfflineManifest::read(dir);
-    m.check_ranks(comm_->size(), dir + "/" + OfflineManifest::manifest_file);
+    const std::string manifest_path = dir + "/" + OfflineManifest::manifest_file;
+    m.check_ranks(comm_->size(), manifest_path);
     if (m.algo != config_.algo)
-      throw UsageError(dir + "/" + OfflineManifest::manifest_file + ": the checkpoint is of algo '" + m.algo +
-                       "', the run's config says '" + config_.algo + "'");
+      throw UsageError(manifest_path + ": the checkpoint is of algo '" + m.algo + "', the run's config says '" +
+                       config_.algo + "'");
     if (m.dataset_rows != rows_)
-      throw UsageError(dir + "/" + OfflineManifest::manifest_file + ": the checkpoint trained on " +
-                       std::to_string(m.dataset_rows) + " transitions, the dataset " + config_.dataset + " has " +
-                       std::to_string(rows_));
-    agent_->load(space, dir + "/" + OfflineManifest::learner_file);
+      throw UsageError(manifest_path + ": the checkpoint trained on " + std::to_string(m.dataset_rows) +
+                       " transitions, the dataset " + config_.dataset + " has " + std::to_string(rows_));
+    m.check_dataset(dataset_sha256_, config_.dataset, manifest_path);
+    const std::string learner_path = dir + "/" + OfflineManifest::learner_file;
+    m.identity.check_metadata(agent_->load(space, learner_path), learner_path);
     if (agent_->updates() != m.updates)
       throw UsageError(dir + ": the learner file holds " + std::to_string(agent_->updates()) +
                        " updates, the manifest " + std::to_string(m.updates));
     // Checkpoints written before the guards kept their state resume with
     // fresh guards (the loaded weights as their restore point).
-    if (m.has_guard) agent_->load_guard_state(space, dir + "/" + OfflineManifest::guard_file);
+    if (m.has_guard) {
+      const std::string guard_path = dir + "/" + OfflineManifest::guard_file;
+      m.identity.check_metadata(agent_->load_guard_state(space, guard_path), guard_path);
+    }
+    // A resumed run keeps its id (older manifests have none: it keeps a new one).
+    if (!m.identity.run_id.empty()) run_id_ = m.identity.run_id;
     rejected_before_ = agent_->guard_counters(space).rejected;
     sampler_->restore_counters(m.sample_calls);
     epoch_ = m.epoch;
@@ -278,6 +296,10 @@ class OfflineTrainer {
   std::int64_t updates() const { return agent_->updates(); }
   const DatasetMetadata& dataset_metadata() const { return metadata_; }
   std::int64_t dataset_rows() const { return rows_; }
+  /// SHA-256 of the dataset file, as the checkpoints record it.
+  const std::string& dataset_sha256() const { return dataset_sha256_; }
+  /// The run's id (new, or the resumed checkpoint's).
+  const std::string& run_id() const { return run_id_; }
   OfflineAgent<ExecSpace>& agent() { return *agent_; }
   /// The dataset's market (null for other envs) and the frozen normaliser
   /// the learner's inputs pass through (null when there is none).
@@ -354,6 +376,8 @@ class OfflineTrainer {
   std::unique_ptr<ReplicaCheck<ExecSpace>> replicas_;                  ///< with several ranks
   DatasetMetadata metadata_;
   std::int64_t rows_ = 0;
+  std::string dataset_sha256_;
+  std::string run_id_;
   RunSpec spec_;
   std::optional<OfflineDataset<ExecSpace>> dataset_;
   std::optional<EnvData<ExecSpace>> env_data_;  ///< what the dataset's envs share (the market's series)

@@ -57,6 +57,12 @@ std::string RunIdentity::config_hash_of(const TrainConfig& config) {
   return hex64(fnv1a(j.dump()));
 }
 
+std::string RunIdentity::config_hash_of(const OfflineTrainConfig& config) {
+  nlohmann::json j = nlohmann::json::parse(config.to_json());
+  for (const char* key : {"epochs", "out_dir", "keep_checkpoints", "dataset"}) j.erase(key);
+  return hex64(fnv1a(j.dump()));
+}
+
 std::map<std::string, std::string> RunIdentity::metadata() const {
   return {{run_id_key, run_id}, {config_hash_key, config_hash}, {epoch_key, std::to_string(epoch)}};
 }

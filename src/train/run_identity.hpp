@@ -1,10 +1,11 @@
 #pragma once
 // RunIdentity: which run and which checkpoint a file belongs to. Every file
-// of a checkpoint generation carries it (checkpoint.json as fields, the two
-// safetensors files in their metadata), so a file copied in from another
-// run, or left over from another epoch, is refused by name instead of being
-// mixed into the state.
+// of a checkpoint generation carries it (checkpoint.json and
+// offline_checkpoint.json as fields, the safetensors files beside them in
+// their metadata), so a file copied in from another run, or left over from
+// another epoch, is refused by name instead of being mixed into the state.
 
+#include "config/offline_train_config.hpp"
 #include "config/train_config.hpp"
 
 #include <cstdint>
@@ -25,6 +26,9 @@ struct RunIdentity {
   /// A hash (16 hex digits) of `config` without the keys a resume may
   /// change (epochs, out_dir, keep_checkpoints).
   static std::string config_hash_of(const TrainConfig& config);
+  /// The same for an offline run's config, without the keys its resume may
+  /// change (epochs, out_dir, keep_checkpoints, dataset: a moved file).
+  static std::string config_hash_of(const OfflineTrainConfig& config);
 
   /// The metadata entries of a safetensors file ("foxrl.run_id", ...).
   std::map<std::string, std::string> metadata() const;

@@ -201,7 +201,7 @@ std::vector<std::string> TrainingRun::after_open(bool resumed) {
   // Best models of the epochs after the checkpoint are redone by this run.
   const BestModelStore best_models(config_.out_dir);
   best_models.discard_after(trainer_->epoch());
-  if (best_ && best_models.path_of(best_->epoch).empty()) {
+  if (best_ && best_models.verified_path_of(*best_).empty()) {
     const std::string warning = "warning: the best model of epoch " + std::to_string(best_->epoch) + " that " +
                                 resumed_generation_ + " names is missing from " + config_.out_dir + "/" +
                                 BestModelStore::folder + "; the best model is chosen again from the next epoch on";
@@ -298,7 +298,7 @@ void TrainingRun::evaluate_test_split(TrainingSummary& summary, const Say& say) 
   const ExecSpace& space = trainer.context().space();
   const std::string& out = config_.out_dir;
   summary.evaluation = trainer.evaluate_market_split(market.data.splits.test);
-  const std::string best_dir = best_ ? BestModelStore(out).path_of(best_->epoch) : std::string();
+  const std::string best_dir = best_ ? BestModelStore(out).verified_path_of(*best_) : std::string();
   if (best_dir.empty()) {  // no validation split: the last weights alone, unlabelled
     say(summary.evaluation->table());
     write_file_atomically(out + "/evaluation.json", summary.evaluation->json() + "\n");

@@ -7,6 +7,7 @@
 include(${CMAKE_CURRENT_LIST_DIR}/mpirun.cmake)
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
+set(ENV{FOXRL_RUN_ID} check-mpi-train-offline)  # in every checkpoint file: the same for the runs compared
 set(dataset ${OUT}/cartpole.safetensors)
 execute_process(COMMAND ${CLI} collect --set env=cartpole --set num_envs=4 --set seed=3 --steps 2000 --out ${dataset}
   RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 60)

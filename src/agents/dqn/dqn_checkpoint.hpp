@@ -31,4 +31,13 @@ inline const char* const dqn_updates_name = "learner.updates";
 /// loss ("huber" or "mse").
 std::map<std::string, std::string> dqn_checkpoint_metadata(const NetworkLayout& layout, const std::string& loss);
 
+/// Checks the metadata of the checkpoint `path` against what this learner
+/// writes for `layout`: format "foxrl.dqn_learner", format_version "1" (a
+/// newer one is refused as such), obs_dim, hidden, num_actions, head,
+/// activation, and a known loss. UsageError naming the file, the key and
+/// its value. Files without "format" (written before checkpoints named
+/// their format) are not checked.
+void check_dqn_checkpoint_metadata(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                   const NetworkLayout& layout);
+
 }  // namespace foxrl

@@ -616,9 +616,10 @@ class DqnLearner {
   std::map<std::string, std::string> load(const ExecSpace& space, const std::string& path) {
     ParameterFileReader<ExecSpace> file(path, layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
-    // Another learner's checkpoint is refused before a tensor is read (files
-    // written before checkpoints named their format are read as they are).
-    if (metadata.count("format") != 0) check_checkpoint_format(path, metadata, "foxrl.dqn_learner");
+    // Another learner's or a newer foxrl's checkpoint, or one of another
+    // architecture, is refused before a tensor is read (files written
+    // before checkpoints named their format are read as they are).
+    check_dqn_checkpoint_metadata(path, metadata, layout_);
     file.take(dqn_online_prefix, online_);
     file.take(dqn_target_prefix, target_.params());
     file.take(dqn_adam_names(), layout_, adam_);

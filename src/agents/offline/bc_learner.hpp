@@ -178,6 +178,7 @@ class BcLearner {
     ParameterFileReader<ExecSpace> file(path, "BC " + layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
     check_checkpoint_format(path, metadata, format());
+    check_checkpoint_entry(path, metadata, "architecture", layout_.describe(), " (the run's config)");
     file.take(network_name(), params_);
     file.take(AdamTensorNames::under(network_name()), layout_, adam_);
     const std::int64_t updates = file.counter(updates_name());

@@ -243,6 +243,7 @@ class CqlLearner {
     ParameterFileReader<ExecSpace> file(path, "CQL " + layout_.describe());
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
     check_checkpoint_format(path, metadata, format());
+    check_checkpoint_entry(path, metadata, "architecture", layout_.describe(), " (the run's config)");
     file.take(network_name(), params_);
     file.take(AdamTensorNames::under(network_name()), layout_, adam_);
     file.take(target_name(), target_.params());

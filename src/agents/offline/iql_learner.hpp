@@ -318,7 +318,11 @@ class IqlLearner {
     std::map<std::string, std::string> metadata = file.tensors().file().metadata;
     // Files of the first IQL release carry no format; any other learner's
     // format is refused before a tensor is read.
-    if (metadata.count("format") != 0) check_checkpoint_format(path, metadata, "foxrl-iql");
+    if (metadata.count("format") != 0) {
+      check_checkpoint_format(path, metadata, "foxrl-iql");
+      check_checkpoint_entry(path, metadata, "value_architecture", value_layout_.describe(), " (the run's config)");
+      check_checkpoint_entry(path, metadata, "action_architecture", action_layout_.describe(), " (the run's config)");
+    }
     for (int k = 0; k < networks; ++k) {
       file.take(network_name(k), params_[k]);
       file.take(AdamTensorNames::under(network_name(k)), params_[k].layout, adam_[k]);

@@ -51,8 +51,11 @@ class OfflineAgent {
   /// goes on bit for bit; a bad file is a UsageError and changes nothing).
   virtual void snapshot_guards(const ExecSpace& space) const = 0;
   virtual GuardCounters guard_counters(const ExecSpace& space) const = 0;
-  virtual void save_guard_state(const ExecSpace& space, const std::string& path) const = 0;
-  virtual void load_guard_state(const ExecSpace& space, const std::string& path) = 0;
+  /// The guard file carries `stamp` (e.g. the run identity) in its
+  /// metadata; loading returns the file's metadata.
+  virtual void save_guard_state(const ExecSpace& space, const std::string& path,
+                                const std::map<std::string, std::string>& stamp) const = 0;
+  virtual std::map<std::string, std::string> load_guard_state(const ExecSpace& space, const std::string& path) = 0;
   /// The learner's gradient hook (data-parallel training; see
   /// OfflineGradientHook).
   virtual void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) = 0;
@@ -86,15 +89,18 @@ class OfflineAgentOf final : public OfflineAgent<ExecSpace> {
   }
   void snapshot_guards(const ExecSpace& space) const override { learner_.snapshot(space); }
   GuardCounters guard_counters(const ExecSpace& space) const override { return learner_.guard_counters(space); }
-  void save_guard_state(const ExecSpace& space, const std::string& path) const override {
+  void save_guard_state(const ExecSpace& space, const std::string& path,
+                        const std::map<std::string, std::string>& stamp) const override {
     StateWriter<ExecSpace> file;
     learner_.visit_guard_state(file, space);
+    for (const auto& [key, value] : stamp) file.metadata()[key] = value;
     file.write(space, path);
   }
-  void load_guard_state(const ExecSpace& space, const std::string& path) override {
+  std::map<std::string, std::string> load_guard_state(const ExecSpace& space, const std::string& path) override {
     StateReader<ExecSpace> file(path);
     learner_.visit_guard_state(file, space);  // checks every tensor and value first
     file.apply(space);
+    return file.metadata();
   }
   void set_gradient_hook(OfflineGradientHook<ExecSpace> hook) override { learner_.set_gradient_hook(std::move(hook)); }
   std::vector<std::pair<std::string, FlatParams<memory_space>>> state_buffers() const override {

@@ -5,22 +5,13 @@
 // generations its config keeps.
 
 #include "train/checkpoint_store.hpp"
+#include "train/run_directory.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace foxrl {
-
-/// Whether `name` is a temporary of a writer that is gone: "<file>.tmp.<pid>"
-/// (write_file_atomically, safetensors) or ".foxrl-write-test.<pid>"
-/// (prepare_output_directory) of a pid that is not running (or is this
-/// process, which has none open when it looks).
-bool is_stale_temporary(const std::string& name);
-
-/// Removes the stale temporaries (is_stale_temporary) among the regular
-/// files of `dir`. Call it holding the directory's lock.
-void remove_stale_temporaries_in(const std::string& dir);
 
 /// A seed's or fold's run directory on resume, under its RunDirectoryLock:
 /// the stale temporaries of the directory, its checkpoint generations and

@@ -14,6 +14,7 @@
 #include "support/scoped_environment.hpp"
 #include "support/tiny_trainer_config.hpp"
 #include "train/checkpoint_store.hpp"
+#include "train/training_run.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -295,5 +296,29 @@ TEST_CASE("a walk-forward killed in its second fold resumes fold by fold to the 
     CHECK(read_bytes(dir + "/" + file) == read_bytes(ref + "/" + file));
   }
   fs::remove_all(ref);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a resumed run removes the write probes of killed runs and a generation beyond keep_checkpoints",
+          "[study_resume]") {
+  const std::string dir = scratch_dir("single_run");
+  auto config = tiny_market(dir);
+  config.keep_checkpoints = 1;
+  {
+    foxrl::TrainingRun run(config);
+    run.run();
+  }
+  // Killed between publishing epoch 1 and pruning the generation before it;
+  // another attempt killed while it probed the directory.
+  fs::copy(dir + "/checkpoints/epoch-00000001", dir + "/checkpoints/epoch-00000000");
+  const std::string probe = dir + "/.foxrl-write-test." + std::to_string(ended_pid());
+  std::ofstream(probe).close();
+  {
+    foxrl::TrainingRun run(config, foxrl::RunStart::resume);
+    run.run();
+  }
+  CHECK_FALSE(fs::exists(probe));
+  CHECK_FALSE(fs::exists(dir + "/checkpoints/epoch-00000000"));
+  CHECK(fs::exists(dir + "/checkpoints/epoch-00000001/checkpoint.json"));
   fs::remove_all(dir);
 }

@@ -217,7 +217,12 @@ StudyReport SeedStudy::run() {
   // One process per study: a second one (an --overwrite, a --resume) is
   // refused before it looks at anything.
   std::unique_ptr<StudyLock> lock;
-  if (writer) lock = std::make_unique<StudyLock>(out_dir);
+  if (writer) {
+    lock = std::make_unique<StudyLock>(out_dir);
+    // What killed writers left in out_dir (a manifest's temporary, a probe),
+    // whether the study resumes or starts again.
+    remove_stale_temporaries_in(out_dir);
+  }
   // The seeds' directories sit beside each other: a run in out_dir itself
   // would be mistaken for the study's and the study's for it.
   if (const std::string marker = run_marker_in(out_dir); !marker.empty()) {
@@ -300,8 +305,7 @@ StudyReport SeedStudy::run() {
   }
   if (writer) {
     if (options_.resume) {
-      // What killed writers left: temporaries, staging generations.
-      remove_stale_temporaries_in(out_dir);
+      // What killed writers left in the seeds' runs: temporaries, staging generations.
       for (const auto& plan : plans) tidy_member_directory(plan.dir);
     } else if (options_.overwrite) {
       // The earlier study goes before the new plan is recorded: a study

@@ -276,7 +276,10 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   }
   if (writer && !resume) prepare_output_directory(out_dir, "out_dir");
   std::unique_ptr<StudyLock> lock;
-  if (writer) lock = std::make_unique<StudyLock>(out_dir);
+  if (writer) {
+    lock = std::make_unique<StudyLock>(out_dir);
+    remove_stale_temporaries_in(out_dir);  // what killed writers left, resumed or not
+  }
   const std::vector<StudyFoldDates> dates = fold_dates(plan);
   std::vector<FoldState> states(plan.folds.size());
   if (resume) {
@@ -292,7 +295,6 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   }
   if (writer) {
     if (resume) {
-      remove_stale_temporaries_in(out_dir);
       for (const auto& c : plan.fold_configs) tidy_member_directory(c.out_dir);
     } else if (plan.start == WalkForwardStart::overwrite) {
       // The earlier walk-forward's folds go before the new plan is

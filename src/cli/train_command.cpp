@@ -79,9 +79,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option_function<std::string>(
          "--walk-forward", [args](const std::string& spec) { args->request.walk_forward = spec; },
          "Walk-forward evaluation (market): train=N,test=M,step=S, each bars or a duration (5y, 6m, 30d); "
-         "one run per fold in out_dir/fold_<k>/, the stitched out-of-sample result in walk_forward.json")
-      ->excludes("--resume")
-      ->excludes("--auto-resume")
+         "one run per fold in out_dir/fold_<k>/, the stitched out-of-sample result in walk_forward.json "
+         "(--resume continues the unfinished folds)")
       ->excludes(seeds);
   return [cmd, args]() { return cmd->parsed() ? run_train(*args) : -1; };
 }

@@ -8,6 +8,9 @@
 #include "io/atomic_file.hpp"
 #include "io/output_dir.hpp"
 #include "io/strict_json.hpp"
+#include "study/study_directory.hpp"
+#include "study/study_lock.hpp"
+#include "study/study_manifest.hpp"
 #include "train/checkpoint_store.hpp"
 #include "train/run_manifest.hpp"
 
@@ -15,6 +18,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -67,37 +72,53 @@ struct SeedPlan {
   std::int64_t checkpoint_epoch = 0;
 };
 
-/// Whether the run's last epoch record (metrics.jsonl) at `epoch` met
-/// `target_return`, the stop of a solved run.
-bool solved_at(const std::string& dir, const TrainConfig& config, std::int64_t epoch) {
-  if (config.target_return <= 0) return false;
-  std::ifstream in(dir + "/metrics.jsonl");
-  std::string line;
-  bool solved = false;
-  while (std::getline(in, line)) {
-    nlohmann::json j;
-    try {
-      j = parse_strict_json(line, dir + "/metrics.jsonl");
-    } catch (const UsageError&) {
-      continue;
+/// The seed's market evaluation is finished and readable: evaluation.json
+/// (written last) and the backtests are newer than the newest checkpoint
+/// and read back as the study report reads them. A seed killed while it
+/// wrote them, or with a damaged one, is evaluated again.
+bool evaluation_complete(std::uint64_t seed, const std::string& dir, const CheckpointGeneration& newest) {
+  if (!written_after(dir, {"evaluation_backtest.csv", "evaluation.json"}, newest)) return false;
+  try {
+    (void)read_seed_market_result(seed, dir, StudyWeights::last);
+    if (has_best_weights(dir)) {
+      if (!written_after(dir, {"evaluation_best_backtest.csv"}, newest)) return false;
+      (void)read_seed_market_result(seed, dir, StudyWeights::best);
     }
-    if (!j.is_object() || j.value("epoch", std::int64_t(-1)) != epoch) continue;
-    solved =
-        j.value("episodes", std::int64_t(0)) >= 100 && j.value("mean_return_last_100", 0.0) >= config.target_return;
+  } catch (const Error&) {  // UsageError too: a damaged file
+    return false;
   }
-  return solved;
+  return true;
 }
 
-/// The market evaluation files were written after the newest checkpoint
-/// (a run stopped between its last checkpoint and its evaluation has none,
-/// or an older run's).
-bool evaluation_written_after(const std::string& dir, const CheckpointGeneration& newest) {
-  std::error_code ec;
-  const auto evaluation = fs::last_write_time(fs::path(dir) / "evaluation.json", ec);
-  if (ec) return false;
-  if (!fs::exists(fs::path(dir) / "evaluation_backtest.csv", ec)) return false;
-  const auto checkpoint = fs::last_write_time(fs::path(newest.path) / "checkpoint.json", ec);
-  return !ec && evaluation >= checkpoint;
+/// The config of a resumed study that predates study_manifest.json (and
+/// has no --config): a checkpointed seed's saved config, the overrides on
+/// top. UsageError when no seed has a checkpoint: the config is unknown, and
+/// the defaults would train another experiment.
+TrainConfig config_without_manifest(const std::string& out_dir, const std::vector<std::uint64_t>& seeds,
+                                    const std::vector<std::string>& overrides) {
+  std::vector<std::uint64_t> candidates = seeds;
+  for (const auto seed : seeds_in_study_directory(out_dir)) candidates.push_back(seed);
+  for (const auto seed : candidates) {
+    const std::string dir = SeedStudy::seed_dir(out_dir, seed);
+    if (CheckpointStore(dir).generations().empty()) continue;
+    TrainConfig config = RunManifest::read_newest(dir).config;
+    config.apply_overrides(overrides);
+    config.out_dir = out_dir;
+    return config;
+  }
+  throw UsageError("--resume: out_dir '" + out_dir + "' holds no seed study to continue (no " + StudyManifest::file +
+                   " and no seed with a checkpoint): start the study without --resume, or give its --config");
+}
+
+/// The seeds of a resume must be the study's, in its order; more may follow.
+void check_resumed_seeds(const StudyManifest& manifest, const std::vector<std::uint64_t>& seeds,
+                         const std::string& out_dir) {
+  const bool extends =
+      seeds.size() >= manifest.seeds.size() && std::equal(manifest.seeds.begin(), manifest.seeds.end(), seeds.begin());
+  if (extends) return;
+  throw UsageError("--seeds " + seed_list_text(seeds) + ": the seed study in '" + out_dir + "' (" +
+                   StudyManifest::path_in(out_dir) + ", field 'seeds') is of seeds " + seed_list_text(manifest.seeds) +
+                   "; a resume continues them (more may follow): --seeds " + seed_list_text(manifest.seeds));
 }
 
 }  // namespace
@@ -193,6 +214,15 @@ StudyReport SeedStudy::run() {
   } else if (writer) {
     prepare_output_directory(out_dir, "out_dir");
   }
+  // One process per study: a second one (an --overwrite, a --resume) is
+  // refused before it looks at anything.
+  std::unique_ptr<StudyLock> lock;
+  if (writer) {
+    lock = std::make_unique<StudyLock>(out_dir);
+    // What killed writers left in out_dir (a manifest's temporary, a probe),
+    // whether the study resumes or starts again.
+    remove_stale_temporaries_in(out_dir);
+  }
   // The seeds' directories sit beside each other: a run in out_dir itself
   // would be mistaken for the study's and the study's for it.
   if (const std::string marker = run_marker_in(out_dir); !marker.empty()) {
@@ -201,22 +231,25 @@ StudyReport SeedStudy::run() {
   }
   const std::string study_json = out_dir + "/study.json";
   const std::size_t n = options_.seeds.size();
+  const std::optional<StudyManifest> manifest = StudyManifest::read_if_present(out_dir);
+  if (manifest && manifest->kind != StudyManifest::Kind::seeds) {
+    throw UsageError("out_dir '" + out_dir + "' holds a " + manifest->kind_name() + " (" +
+                     StudyManifest::path_in(out_dir) + "), not a seed study: choose another out_dir");
+  }
 
-  // A resumed study without --config trains a seed that has no checkpoint
-  // yet (one added to the list, or one that stopped before its first
-  // checkpoint) with the study's config: a checkpointed seed's saved one,
-  // the overrides on top.
+  // The study's config: a resume takes the one its manifest recorded (a
+  // --config must agree with it), never the defaults.
   TrainConfig study_config = config_.base;
-  if (options_.resume && !config_.base_from_file) {
-    std::vector<std::uint64_t> candidates = options_.seeds;
-    for (const auto seed : seeds_in_study_directory(out_dir)) candidates.push_back(seed);
-    for (const auto seed : candidates) {
-      const std::string dir = seed_dir(out_dir, seed);
-      if (CheckpointStore(dir).generations().empty()) continue;
-      study_config = RunManifest::read_newest(dir).config;
-      study_config.apply_overrides(config_.overrides);
-      break;
-    }
+  if (options_.resume && manifest) {
+    study_config = resumed_study_config(*manifest, config_.base, config_.base_from_file, config_.overrides, out_dir);
+    check_resumed_seeds(*manifest, options_.seeds, out_dir);
+  } else if (options_.resume && !config_.base_from_file) {
+    study_config = config_without_manifest(out_dir, options_.seeds, config_.overrides);
+  } else if (manifest && !options_.overwrite) {
+    throw UsageError("out_dir '" + out_dir + "' already holds a seed study (" + StudyManifest::path_in(out_dir) +
+                     "): continue it with `foxrl train --seeds " + seed_list_text(manifest->seeds) +
+                     " --resume --set out_dir=" + out_dir +
+                     "`, replace it with --overwrite, or choose another out_dir");
   }
 
   // Every seed's plan (and every resumed config's check) before any seed
@@ -239,7 +272,7 @@ StudyReport SeedStudy::run() {
       }
     } else if (!generations.empty()) {
       const RunManifest saved = RunManifest::read_newest(plan.dir);
-      if (!config_.base_from_file) {
+      if (!manifest && !config_.base_from_file) {
         plan.config = saved.config;
         plan.config.apply_overrides(config_.overrides);
       }
@@ -247,9 +280,10 @@ StudyReport SeedStudy::run() {
       plan.config.out_dir = plan.dir;
       check_resume_compatible(saved.config, plan.config, plan.dir + "/checkpoints");
       plan.checkpoint_epoch = saved.epoch;
-      const bool trained = saved.epoch >= plan.config.epochs || solved_at(plan.dir, plan.config, saved.epoch);
+      const bool trained =
+          saved.epoch >= plan.config.epochs || solved_at(plan.dir, plan.config.target_return, saved.epoch);
       const bool evaluated = env_info(plan.config.env).evaluation != EvaluationKind::backtest ||
-                             evaluation_written_after(plan.dir, generations.front());
+                             evaluation_complete(seed, plan.dir, generations.front());
       plan.action = trained && evaluated ? SeedAction::complete : SeedAction::resume;
     }
     plan.config.seed = seed;
@@ -269,9 +303,27 @@ StudyReport SeedStudy::run() {
                        " run: a study compares one kind");
     }
   }
-  // A study.json of an earlier study would describe other runs once any
-  // seed is replaced.
-  if (writer && options_.overwrite) fs::remove(study_json, ec);
+  if (writer) {
+    if (options_.resume) {
+      // What killed writers left in the seeds' runs: temporaries, staging generations.
+      for (const auto& plan : plans) tidy_member_directory(plan.dir);
+    } else if (options_.overwrite) {
+      // The earlier study goes before the new plan is recorded: a study
+      // killed in between must not find the old seeds' runs under the new
+      // plan. study.json first: it describes the old runs.
+      fs::remove(study_json, ec);
+      fs::remove(StudyManifest::path_in(out_dir), ec);
+      for (const auto& plan : plans) TrainingRun::clear_directory(plan.dir);
+    }
+    // The plan, before the first seed starts (a resume records a grown
+    // `epochs` or appended seeds).
+    StudyManifest record;
+    record.kind = StudyManifest::Kind::seeds;
+    record.config = study_config;
+    record.config.out_dir = out_dir;
+    record.seeds = options_.seeds;
+    record.write(out_dir);
+  }
 
   say("seed study: " + std::to_string(n) + " seeds (" + seed_list_text(options_.seeds) + ") of " + env +
       ", one after another; each seed's run in " + out_dir +
@@ -287,6 +339,7 @@ StudyReport SeedStudy::run() {
     if (plan.action == SeedAction::complete) {
       say("=== " + head + ": complete (checkpoint of epoch " + std::to_string(plan.checkpoint_epoch) + " of " +
           std::to_string(plan.config.epochs) + ", evaluated) in " + plan.dir + ": not trained again");
+      if (writer) prune_member_generations(plan.dir, plan.config.keep_checkpoints);
       continue;
     }
     say("=== " + head + ": " +
@@ -298,9 +351,12 @@ StudyReport SeedStudy::run() {
     // of an attempt that stopped before its first checkpoint are replaced.
     const bool resume = plan.action == SeedAction::resume;
     const bool overwrite = !resume && (options_.overwrite || options_.resume);
-    TrainingRun run(plan.config, resume, overwrite);
-    for (auto* o : observers_) run.add_observer(*o);
-    run.run();
+    {
+      TrainingRun run(plan.config, resume, overwrite);
+      for (auto* o : observers_) run.add_observer(*o);
+      run.run();
+    }
+    if (writer) prune_member_generations(plan.dir, plan.config.keep_checkpoints);
   }
   if (!writer) return StudyReport{};
 

@@ -1,14 +1,26 @@
 #include "study/walk_forward.hpp"
 
+#include "config/resume_check.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "dist/communicator.hpp"
 #include "io/atomic_file.hpp"
 #include "io/output_dir.hpp"
 #include "market/market_data.hpp"
+#include "study/study_directory.hpp"
+#include "study/study_lock.hpp"
+#include "study/study_manifest.hpp"
+#include "train/checkpoint_store.hpp"
+#include "train/run_manifest.hpp"
 #include "train/run_spec.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <utility>
 
 namespace foxrl {
 namespace {
@@ -63,6 +75,110 @@ void refuse_existing_report(const TrainConfig& config, const std::vector<WalkFor
                        "); use --overwrite to replace it");
     }
   }
+  if (fs::exists(StudyManifest::path_in(config.out_dir), ec)) {
+    throw UsageError("out_dir '" + config.out_dir + "' already holds a study (" +
+                     StudyManifest::path_in(config.out_dir) + "): continue a walk-forward with --resume, " +
+                     "replace it with --overwrite, or choose another out_dir");
+  }
+}
+
+std::vector<StudyFoldDates> fold_dates(const WalkForwardPlan& plan) {
+  std::vector<StudyFoldDates> dates;
+  for (std::size_t k = 0; k < plan.folds.size(); ++k) {
+    const TrainConfig& c = plan.fold_configs[k];
+    dates.push_back({plan.folds[k].index, c.start_date, c.train_end, c.test_start, c.test_end});
+  }
+  return dates;
+}
+
+/// A resumed walk-forward's folds must be the recorded ones: the same data
+/// and spec give the same dates.
+void check_recorded_folds(const StudyManifest& manifest, const std::vector<StudyFoldDates>& now,
+                          const std::string& out_dir) {
+  const std::string where = StudyManifest::path_in(out_dir);
+  if (manifest.folds.size() != now.size()) {
+    throw UsageError("--resume: the walk-forward in '" + out_dir + "' has " + std::to_string(manifest.folds.size()) +
+                     " folds (" + where + ", field 'folds'), its config and data now give " +
+                     std::to_string(now.size()) + ": was the data changed?");
+  }
+  for (std::size_t k = 0; k < now.size(); ++k) {
+    const StudyFoldDates& a = manifest.folds[k];
+    const StudyFoldDates& b = now[k];
+    const std::pair<const char*, std::pair<std::string, std::string>> keys[] = {
+        {"start_date", {a.start_date, b.start_date}},
+        {"train_end", {a.train_end, b.train_end}},
+        {"test_start", {a.test_start, b.test_start}},
+        {"test_end", {a.test_end, b.test_end}}};
+    for (const auto& [key, values] : keys) {
+      if (values.first == values.second && a.fold == b.fold) continue;
+      throw UsageError("--resume: fold " + std::to_string(b.fold) + "'s " + key + " is " + values.second +
+                       ", the walk-forward in '" + out_dir + "' (" + where + ", field 'folds') has " + values.first +
+                       ": was the data changed?");
+    }
+  }
+}
+
+/// What a resumed walk-forward does with one fold.
+enum class FoldAction { start, resume, complete };
+
+struct FoldState {
+  FoldAction action = FoldAction::start;
+  std::int64_t checkpoint_epoch = 0;
+  std::optional<EvaluationReport> evaluation;  ///< complete: read back from its files
+};
+
+/// The test evaluation of a finished fold, rebuilt from the positions in
+/// its evaluation_backtest.csv on the fold's data; nothing unless the
+/// rebuilt report writes that file back byte for byte (a file cut short,
+/// damaged or of other data is not a finished evaluation).
+std::optional<EvaluationReport> read_back_evaluation(const TrainConfig& c) {
+  std::ifstream in(c.out_dir + "/evaluation_backtest.csv", std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    const MarketSetup market = prepare_market(c);
+    const RunSpec spec = run_spec(c);
+    const auto [first, length] = detail::evaluated_bars(market, market.splits.test, spec.market_env);
+    std::istringstream rows(text);
+    std::string line;
+    std::getline(rows, line);  // the header
+    std::vector<double> positions;
+    while (std::getline(rows, line) && static_cast<int>(positions.size()) <= length) {
+      const auto a = line.find(','), b = line.find(',', a + 1), e = line.find(',', b + 1);
+      if (a == std::string::npos || b == std::string::npos || e == std::string::npos) return std::nullopt;
+      positions.push_back(std::stod(line.substr(b + 1, e - b - 1)));
+    }
+    if (static_cast<int>(positions.size()) != length) return std::nullopt;
+    EvaluationReport report = build_evaluation_report(market.series, first, positions, spec.market_env.cost,
+                                                      market.annualisation.bars_per_year, c.seed + 1,
+                                                      greedy_agent_name(c.algo), spec.market_env.positions);
+    if (report.backtest_csv() != text) return std::nullopt;
+    report.annualisation_basis = market.annualisation.basis;
+    report.record = evaluation_record(market);
+    return report;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+/// The state of a resumed walk-forward's fold of config `c`; UsageError
+/// (naming the key) when its checkpoint is of another config.
+FoldState fold_state(const TrainConfig& c) {
+  FoldState state;
+  const auto generations = CheckpointStore(c.out_dir).generations();
+  if (generations.empty()) return state;
+  const RunManifest saved = RunManifest::read_newest(c.out_dir);
+  check_resume_compatible(saved.config, c, c.out_dir + "/checkpoints");
+  state.action = FoldAction::resume;
+  state.checkpoint_epoch = saved.epoch;
+  const bool trained = saved.epoch >= c.epochs || solved_at(c.out_dir, c.target_return, saved.epoch);
+  // evaluation.json is written last: newer than the checkpoint, the
+  // evaluation finished.
+  if (trained && written_after(c.out_dir, {"evaluation_backtest.csv", "evaluation.json"}, generations.front())) {
+    state.evaluation = read_back_evaluation(c);
+    if (state.evaluation) state.action = FoldAction::complete;
+  }
+  return state;
 }
 
 /// Passes a fold run's lines and epochs on to the walk-forward's observer.
@@ -76,6 +192,10 @@ struct Forward : TrainingObserver {
 }  // namespace
 
 WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSpec& spec, bool overwrite) {
+  return plan_walk_forward(config, spec, overwrite ? WalkForwardStart::overwrite : WalkForwardStart::fresh);
+}
+
+WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSpec& spec, WalkForwardStart start) {
   if (env_info(config.env).evaluation != EvaluationKind::backtest) {
     throw UsageError("--walk-forward: evaluates an env of time splits (market); the config's env is " + config.env);
   }
@@ -91,7 +211,7 @@ WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSp
   WalkForwardPlan plan;
   plan.spec = spec;
   plan.config = config;
-  plan.overwrite = overwrite;
+  plan.start = start;
   plan.market = prepare_market(config);
   const MarketSetup& market = plan.market;
   const std::vector<std::int64_t>& t = market.series.timestamp;
@@ -129,7 +249,7 @@ WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSp
     plan.fold_configs.push_back(fold_config(config, market, f, bars_per_year));
     check_fold_setup(plan.fold_configs.back(), f);
   }
-  if (!overwrite) refuse_existing_report(config, plan.folds);
+  if (start == WalkForwardStart::fresh) refuse_existing_report(config, plan.folds);
 
   WalkForwardContext& c = plan.context;
   c.spec = spec.text();
@@ -148,12 +268,49 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
   const auto say = [&](const std::string& line) {
     if (writer) observer.on_log(line);
   };
+  const std::string& out_dir = plan.config.out_dir;
+  const bool resume = plan.start == WalkForwardStart::resume;
+  std::error_code ec;
+  if (resume && !std::filesystem::is_directory(out_dir, ec)) {
+    throw UsageError("--resume: out_dir '" + out_dir + "' is not a directory (no walk-forward to continue)");
+  }
+  if (writer && !resume) prepare_output_directory(out_dir, "out_dir");
+  std::unique_ptr<StudyLock> lock;
   if (writer) {
-    prepare_output_directory(plan.config.out_dir, "out_dir");
-    // An overwritten walk-forward's report goes first: one interrupted
-    // below must not leave the old report beside the new folds.
-    std::error_code ec;
-    for (const char* file : kReportFiles) std::filesystem::remove(plan.config.out_dir + "/" + file, ec);
+    lock = std::make_unique<StudyLock>(out_dir);
+    remove_stale_temporaries_in(out_dir);  // what killed writers left, resumed or not
+  }
+  const std::vector<StudyFoldDates> dates = fold_dates(plan);
+  std::vector<FoldState> states(plan.folds.size());
+  if (resume) {
+    // Every fold looked at before any trains: a resume that cannot go
+    // through changes nothing.
+    const auto manifest = StudyManifest::read_if_present(out_dir);
+    if (!manifest || manifest->kind != StudyManifest::Kind::walk_forward) {
+      throw UsageError("--resume: out_dir '" + out_dir + "' holds no walk-forward to continue (no " +
+                       StudyManifest::file + " of one)");
+    }
+    check_recorded_folds(*manifest, dates, out_dir);
+    for (std::size_t k = 0; k < plan.folds.size(); ++k) states[k] = fold_state(plan.fold_configs[k]);
+  }
+  if (writer) {
+    if (resume) {
+      for (const auto& c : plan.fold_configs) tidy_member_directory(c.out_dir);
+    } else if (plan.start == WalkForwardStart::overwrite) {
+      // The earlier walk-forward's folds go before the new plan is
+      // recorded: one killed in between must not find them under it.
+      std::filesystem::remove(StudyManifest::path_in(out_dir), ec);
+      for (const auto& c : plan.fold_configs) TrainingRun::clear_directory(c.out_dir);
+    }
+    // The report goes first: a walk-forward interrupted below must not
+    // leave an old report beside new folds.
+    for (const char* file : kReportFiles) std::filesystem::remove(out_dir + "/" + file, ec);
+    StudyManifest record;
+    record.kind = StudyManifest::Kind::walk_forward;
+    record.config = plan.config;
+    record.walk_forward = plan.spec.text();
+    record.folds = dates;
+    record.write(out_dir);
   }
   const auto& t = plan.market.series.timestamp;
   const std::int64_t bar_seconds = plan.context.bar_seconds;
@@ -173,11 +330,27 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
         bar_range_text(t, f.train_begin, f.train_end, bar_seconds) + " (" + std::to_string(f.train_bars()) +
         " bars), test " + bar_range_text(t, f.test_begin, f.test_end, bar_seconds) + " (" +
         std::to_string(f.test_bars()) + " bars) -> " + plan.fold_configs[static_cast<std::size_t>(k)].out_dir);
-    TrainingRun run(plan.fold_configs[static_cast<std::size_t>(k)], false, plan.overwrite);
-    run.add_observer(forward);
-    TrainingSummary summary = run.run();
+    const TrainConfig& c = plan.fold_configs[static_cast<std::size_t>(k)];
+    FoldState& state = states[static_cast<std::size_t>(k)];
+    std::optional<EvaluationReport> evaluation;
+    if (state.action == FoldAction::complete) {
+      say("fold " + std::to_string(f.index) + ": complete (checkpoint of epoch " +
+          std::to_string(state.checkpoint_epoch) + ", evaluated) in " + c.out_dir + ": not trained again");
+      evaluation = std::move(state.evaluation);
+    } else {
+      if (state.action == FoldAction::resume) {
+        say("fold " + std::to_string(f.index) + ": resuming from its checkpoint of epoch " +
+            std::to_string(state.checkpoint_epoch));
+      }
+      // A resumed walk-forward starts a fold without a checkpoint afresh.
+      const bool resume_fold = state.action == FoldAction::resume;
+      TrainingRun run(c, resume_fold, !resume_fold && plan.start != WalkForwardStart::fresh);
+      run.add_observer(forward);
+      evaluation = run.run().evaluation;
+    }
     if (!writer) continue;
-    if (!summary.evaluation) throw LogicError("walk-forward fold " + std::to_string(k) + ": no test evaluation");
+    prune_member_generations(c.out_dir, c.keep_checkpoints);
+    if (!evaluation) throw LogicError("walk-forward fold " + std::to_string(k) + ": no test evaluation");
     WalkForwardFoldResult r;
     r.fold = f;
     r.dir = fold_dir_name(f.index);
@@ -185,7 +358,7 @@ WalkForwardResult run_walk_forward(const WalkForwardPlan& plan, TrainingObserver
     r.train_last = t[static_cast<std::size_t>(f.train_end - 1)];
     r.test_first = t[static_cast<std::size_t>(f.test_begin)];
     r.test_last = t[static_cast<std::size_t>(f.test_end - 1)];
-    r.evaluation = std::move(*summary.evaluation);
+    r.evaluation = std::move(*evaluation);
     result.folds.push_back(std::move(r));
   }
   if (!writer) return result;

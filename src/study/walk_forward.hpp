@@ -32,11 +32,22 @@
 
 namespace foxrl {
 
+/// How a walk-forward starts in its out_dir.
+enum class WalkForwardStart {
+  fresh,      ///< a new walk-forward; one already in out_dir is refused
+  overwrite,  ///< a new one replacing the folds and report in out_dir
+  /// Continue the one whose plan out_dir/study_manifest.json records, fold
+  /// by fold: a finished fold (its last checkpoint, its evaluation written
+  /// after it) is read back, not trained again; one with a checkpoint is
+  /// resumed (TrainingRun's resume); one without is started again.
+  resume,
+};
+
 /// Every fold of a walk-forward, computed and checked against the data.
 struct WalkForwardPlan {
   WalkForwardSpec spec;
   TrainConfig config;  ///< the run's: out_dir holds the folds and the report
-  bool overwrite = false;
+  WalkForwardStart start = WalkForwardStart::fresh;
   MarketSetup market;  ///< the data (from the config's start_date on)
   std::vector<WalkForwardFold> folds;
   std::vector<TrainConfig> fold_configs;  ///< one per fold, in order
@@ -50,8 +61,10 @@ struct WalkForwardPlan {
 /// sets train_end, test_start or test_end (the folds set them), when not
 /// even one fold fits the data, when a fold's train period is too short for
 /// one episode after the observation window or its test period holds fewer
-/// than 2 bars, or, without `overwrite`, when out_dir already holds a
-/// walk-forward (its walk_forward.json or a fold directory).
+/// than 2 bars, or, when fresh, when out_dir already holds a walk-forward
+/// or a study (its walk_forward.json, a fold directory, study_manifest.json).
+WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSpec& spec, WalkForwardStart start);
+/// The same, fresh or (`overwrite`) overwriting.
 WalkForwardPlan plan_walk_forward(const TrainConfig& config, const WalkForwardSpec& spec, bool overwrite = false);
 
 /// What a walk-forward produced.
@@ -61,7 +74,11 @@ struct WalkForwardResult {
 };
 
 /// Trains and evaluates the folds of `plan` one after the other, then
-/// writes the report into out_dir and returns it. `observer` sees the
+/// writes the report into out_dir and returns it. The plan is recorded in
+/// out_dir/study_manifest.json before the first fold starts, and the
+/// walk-forward holds out_dir's StudyLock while it runs; a resume refuses
+/// (UsageError naming the fold and key) folds that differ from the
+/// recorded ones (other data). `observer` sees the
 /// walk-forward's own lines ("walk-forward fold 2 of 5: train ..., test
 /// ...", the report table) and every fold run's log lines and epochs.
 /// Under several ranks every rank trains every fold; rank 0 alone writes

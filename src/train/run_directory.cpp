@@ -3,10 +3,69 @@
 #include "core/error.hpp"
 #include "train/checkpoint_store.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <system_error>
 
 namespace foxrl {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The pid that `name` ends with from `at` on (all digits); -1 otherwise.
+long pid_after(const std::string& name, std::size_t at) {
+  if (at >= name.size() || at + 10 < name.size()) return -1;
+  long pid = 0;
+  for (std::size_t i = at; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+bool running(long pid) {
+  if (pid <= 0 || pid == static_cast<long>(::getpid())) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+bool is_stale_temporary(const std::string& name) {
+  static const std::string probe = ".foxrl-write-test.";
+  long pid = -1;
+  if (name.rfind(probe, 0) == 0) {
+    pid = pid_after(name, probe.size());
+  } else if (const auto tmp = name.rfind(".tmp."); tmp != std::string::npos && tmp > 0) {
+    pid = pid_after(name, tmp + 5);
+  }
+  return pid > 0 && !running(pid);
+}
+
+void remove_stale_temporaries_in(const std::string& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec) || !is_stale_temporary(it->path().filename().string())) continue;
+    std::error_code remove_ec;
+    fs::remove(it->path(), remove_ec);
+    if (remove_ec) throw Error("cannot remove the stale temporary " + it->path().string() + ": " + remove_ec.message());
+  }
+}
+
+bool prune_generations(const CheckpointStore& store, std::int64_t keep) {
+  const auto all = store.generations();  // newest first, a legacy checkpoint last
+  bool removed = false;
+  for (std::size_t i = static_cast<std::size_t>(std::max<std::int64_t>(keep, 1)); i < all.size(); ++i) {
+    if (all[i].legacy()) continue;
+    store.remove(all[i]);
+    removed = true;
+  }
+  return removed;
+}
 
 void prepare_fresh_run_directory(const std::string& dir, bool overwrite, const RunFiles& files) {
   namespace fs = std::filesystem;

@@ -4,6 +4,8 @@
 // that already holds a run; a resumed run cuts its append-only logs back to
 // the lengths its checkpoint recorded.
 
+#include "train/checkpoint_store.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +24,21 @@ struct RunFiles {
 /// (and how to continue or replace it), or with `overwrite` the run's files
 /// and checkpoint generations are removed (anything else stays).
 void prepare_fresh_run_directory(const std::string& dir, bool overwrite, const RunFiles& files);
+
+/// Whether `name` is a temporary of a writer that is gone: "<file>.tmp.<pid>"
+/// (write_file_atomically, safetensors) or ".foxrl-write-test.<pid>"
+/// (prepare_output_directory) of a pid that is not running (or is this
+/// process, which has none open when it looks).
+bool is_stale_temporary(const std::string& name);
+
+/// Removes the stale temporaries (is_stale_temporary) among the regular
+/// files of `dir`. Call it holding the directory's lock.
+void remove_stale_temporaries_in(const std::string& dir);
+
+/// Removes the generations of `store` beyond the newest `keep` (a run
+/// killed between publishing a generation and pruning the oldest has one
+/// more); returns whether it removed any.
+bool prune_generations(const CheckpointStore& store, std::int64_t keep);
 
 /// The size of `path` in bytes (0 if it does not exist).
 std::int64_t file_bytes(const std::string& path);

@@ -171,6 +171,7 @@ class RunLoop {
     for (const auto& line : job_.opening_lines(resume)) say(line);
     if (writer) {
       store.remove_stale_temporaries();
+      remove_stale_temporaries_in(out_dir);  // and the write probes of killed runs
       for (const auto& line : job_.after_open(resume)) say(line);
       log_.open(out_dir + "/train.log", std::ios::app);
       metrics_.open(out_dir + "/metrics.jsonl", std::ios::app);
@@ -218,6 +219,9 @@ class RunLoop {
       }
     }
     if (!writer) return summary;  // rank 0 reports and writes the outputs
+    // A run killed between publishing its last generation and pruning the
+    // oldest, resumed with no epoch left, keeps what the uninterrupted one does.
+    if (prune_generations(store, job_.config().keep_checkpoints)) job_.after_checkpoint(store);
     job_.finish(summary, [this](const std::string& line) { say(line); });
     return summary;
   }

@@ -122,6 +122,14 @@ TrainConfig TrainingRun::config_for(const std::string& file, const std::vector<s
                                  [](const std::string& out_dir) { return RunManifest::read_newest(out_dir).config; });
 }
 
+void TrainingRun::clear_directory(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  const RunDirectoryLock lock(dir);
+  prepare_fresh_run_directory(dir, true, run_files());
+  CheckpointStore(dir, BestModelStore::folder).remove_all();
+}
+
 TrainingSummary TrainingRun::run() {
   if (started_) throw LogicError("TrainingRun::run(): a run runs once");
   started_ = true;
@@ -301,9 +309,11 @@ void TrainingRun::evaluate_test_split(TrainingSummary& summary, const Say& say) 
   const std::string best_dir = best_ ? BestModelStore(out).verified_path_of(*best_) : std::string();
   if (best_dir.empty()) {  // no validation split: the last weights alone, unlabelled
     say(summary.evaluation->table());
-    write_file_atomically(out + "/evaluation.json", summary.evaluation->json() + "\n");
     write_file_atomically(out + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
     write_file_atomically(out + "/equity.svg", summary.evaluation->svg());
+    // Last: an evaluation.json newer than the checkpoint marks a finished
+    // evaluation (a study resumed after a kill here evaluates again).
+    write_file_atomically(out + "/evaluation.json", summary.evaluation->json() + "\n");
     return;
   }
   summary.best = best_;
@@ -330,12 +340,12 @@ void TrainingRun::evaluate_test_split(TrainingSummary& summary, const Say& say) 
                  {"trades", best_->validation.agent.trades},
                  {"buy_and_hold_return", best_->validation.buy_and_hold_return}}},
                {"test", nlohmann::json::parse(summary.best_evaluation->json())}};
-  write_file_atomically(out + "/evaluation.json", j.dump(2) + "\n");
   write_file_atomically(out + "/evaluation_backtest.csv", summary.evaluation->backtest_csv());
   write_file_atomically(out + "/equity.svg", summary.evaluation->svg());
   write_file_atomically(out + "/evaluation_best_backtest.csv", summary.best_evaluation->backtest_csv());
   write_file_atomically(out + "/equity_best.svg",
                         summary.best_evaluation->svg("best weights, epoch " + std::to_string(best_->epoch)));
+  write_file_atomically(out + "/evaluation.json", j.dump(2) + "\n");  // last, as above
 }
 
 }  // namespace foxrl

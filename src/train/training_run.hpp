@@ -107,6 +107,12 @@ class TrainingRun {
   /// back decided (auto_resume: resume or overwrite).
   static TrainConfig config_for(const std::string& file, const std::vector<std::string>& overrides, RunStart& start);
 
+  /// Removes the run in `dir` as an overwriting run does (its files,
+  /// checkpoint generations and best models; anything else stays), holding
+  /// its lock; nothing when `dir` does not exist. A study replacing its
+  /// seeds does so before it records its new plan.
+  static void clear_directory(const std::string& dir);
+
   /// Adds an observer (not owned; must outlive run()).
   void add_observer(TrainingObserver& observer);
 

@@ -322,3 +322,27 @@ TEST_CASE("a resumed run removes the write probes of killed runs and a generatio
   CHECK(fs::exists(dir + "/checkpoints/epoch-00000001/checkpoint.json"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a resumed run with no epoch left removes a best model that its kept checkpoints no longer name",
+          "[study_resume]") {
+  const std::string dir = scratch_dir("single_run_best");
+  auto config = tiny_market(dir);
+  config.keep_checkpoints = 1;
+  {
+    foxrl::TrainingRun run(config);
+    run.run();
+  }
+  const auto best = foxrl::CheckpointStore(dir, "best").generations();
+  REQUIRE(best.size() == 1);
+  // Killed after publishing the last checkpoint and before pruning the best
+  // model it replaced: an older best model that no kept checkpoint names.
+  const std::string stale = dir + "/best/epoch-00000000";
+  fs::copy(best.front().path, stale);
+  {
+    foxrl::TrainingRun run(config, foxrl::RunStart::resume);
+    run.run();
+  }
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(best.front().path + "/best.json"));
+  fs::remove_all(dir);
+}

@@ -220,8 +220,11 @@ class RunLoop {
     }
     if (!writer) return summary;  // rank 0 reports and writes the outputs
     // A run killed between publishing its last generation and pruning the
-    // oldest, resumed with no epoch left, keeps what the uninterrupted one does.
-    if (prune_generations(store, job_.config().keep_checkpoints)) job_.after_checkpoint(store);
+    // oldest (checkpoints, or the best models the kept ones no longer name),
+    // resumed with no epoch left, keeps what the uninterrupted one does. Both
+    // prunes are no-ops on a directory that is already in order.
+    prune_generations(store, job_.config().keep_checkpoints);
+    job_.after_checkpoint(store);
     job_.finish(summary, [this](const std::string& line) { say(line); });
     return summary;
   }

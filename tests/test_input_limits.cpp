@@ -149,7 +149,7 @@ TEST_CASE("seed study seeds past the config key's bound are refused before any r
 }
 
 #ifdef FOXRL_CLI_PATH
-TEST_CASE("--bootstrap-seed outside [0, 2^64) and an empty --seeds are refused", "[limits][cli]") {
+TEST_CASE("bootstrap seeds outside 0 .. 2^64 - 1 and an empty seed list are refused", "[limits][cli]") {
   TempDir dir;
   const std::string study = tiny_run + " --set epochs=1 --set out_dir=\"" + dir.file("study") + "\"";
   for (const char* bad : {"-1", "18446744073709551616", "1e3", ""}) {

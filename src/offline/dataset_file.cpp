@@ -98,8 +98,12 @@ DatasetFile validate_dataset(const std::string& path, safetensors::File file) {
   }
 
   // Values: what a kernel would index with or learn from.
-  const auto bounded = [](float x) { return std::isfinite(x) && std::fabs(x) <= kMaxDatasetMagnitude; };
-  const std::string bound = "must be finite and within +-" + format_value(kMaxDatasetMagnitude);
+  const auto finite = [](float x) { return std::isfinite(x); };
+  check.require_each<float>(obs, finite, "observations must be finite");
+  check.require_each<float>(next, finite, "observations must be finite");
+  check.require_each<float>(rewards, finite, "rewards must be finite");
+  const auto bounded = [](float x) { return std::fabs(x) <= kMaxDatasetMagnitude; };
+  const std::string bound = "must be within +-" + format_value(kMaxDatasetMagnitude);
   check.require_each<float>(obs, bounded, "observations " + bound);
   check.require_each<float>(next, bounded, "observations " + bound);
   check.require_each<float>(rewards, bounded, "rewards " + bound);

@@ -195,6 +195,27 @@ TEST_CASE("dataset load: non-finite observations and rewards are named with thei
   expect_refused(f, {"tensor 'rewards': element [0] is inf: rewards must be finite"});
 }
 
+TEST_CASE("dataset load: finite observations and rewards beyond the magnitude bound are named",
+          "[offline][dataset-errors]") {
+  // 3e38 is finite, but its square overflows: every update would be rejected.
+  File f = valid_dataset().file();
+  set_element<float>(f, "observations", 4 * 3 + 1, 3e38f);
+  expect_refused(f,
+                 {"tensor 'observations': element [3, 1] is 3.00000001e+38", "observations must be within +-1000000"});
+  f = valid_dataset().file();
+  set_element<float>(f, "next_observations", 4 * 7 + 0, -2e6f);
+  expect_refused(f, {"tensor 'next_observations': element [7, 0] is -2000000"});
+  f = valid_dataset().file();
+  set_element<float>(f, "rewards", 2, 3e38f);
+  expect_refused(f, {"tensor 'rewards': element [2] is 3.00000001e+38", "rewards must be within +-1000000"});
+  // The bound itself is a value a dataset may hold.
+  f = valid_dataset().file();
+  set_element<float>(f, "rewards", 2, foxrl::kMaxDatasetMagnitude);
+  foxrl::test::TempDir dir;
+  foxrl::safetensors::write(dir.file("at_bound.safetensors"), f);
+  CHECK(foxrl::read_dataset_file(dir.file("at_bound.safetensors")).rows == 12);
+}
+
 TEST_CASE("dataset load: flags other than 0 and 1 are named", "[offline][dataset-errors]") {
   for (const std::string name : {"terminated", "truncated"}) {
     INFO(name);

@@ -8,6 +8,7 @@
 #include "evaluate/collect_dataset.hpp"
 #include "io/safetensors.hpp"
 #include "kernels/offline/metric_sums.hpp"
+#include "offline/dataset_file.hpp"
 #include "support/dataset_builder.hpp"
 #include "support/env_test_util.hpp"
 #include "support/scoped_environment.hpp"
@@ -288,13 +289,15 @@ TEST_CASE("offline run: a missing or malformed dataset is named", "[offline][tra
 TEST_CASE("offline run: a transition that breaks the Q losses is rejected by the guards and logged",
           "[offline][train-offline][guard]") {
   foxrl::test::TempDir dir;
-  // 2 envs x 20 episodes of 10 unit rewards, one reward of 1e30 (finite, so
-  // the dataset loads): every batch that samples it overflows the squared
-  // TD error of the Q networks to infinity.
+  // 2 envs x 20 episodes of 10 unit rewards, one reward at the largest
+  // magnitude a dataset may hold (kMaxDatasetMagnitude, so the dataset
+  // loads; 1e30 is refused when it is read): every batch that samples it
+  // gives the Q networks a squared TD error a million million times the
+  // running median, a loss spike.
   std::vector<std::vector<foxrl::test::EpisodeSpec>> episodes(2);
   for (auto& env : episodes)
     for (int e = 0; e < 20; ++e) env.push_back({std::vector<float>(10, 1.0f), true, false});
-  episodes[1][4].rewards[6] = 1e30f;
+  episodes[1][4].rewards[6] = foxrl::kMaxDatasetMagnitude;
   const std::string dataset = dir.file("poisoned.safetensors");
   foxrl::test::HostDataset::from_episodes(episodes).write(dataset);
   for (const std::string algo : {"iql", "cql"}) {

@@ -195,3 +195,21 @@ TEST_CASE("walk-forward folds that cannot be are refused naming the data's dates
   const auto many = daily("2000-01-01", 1100);
   CHECK_THROWS_WITH(folds_of(many, "train=1,test=1,step=1"), Contains("more than 1000 folds"));
 }
+
+TEST_CASE("walk-forward folds of months of training and a daily test tile the days", "[walk_forward]") {
+  // 2000-01-01 .. 2000-07-18 (200 daily bars). Training 5 months from Jan 30
+  // and from Jan 31 both end at Jun 30 by the calendar; the test days must
+  // still move one day per fold, each day tested once.
+  const auto t = daily("2000-01-01", 200);
+  const auto folds = folds_of(t, "train=5m,test=1d,step=1d");
+  // The first test day is 2000-06-01 (bar 152); the last is the last bar.
+  REQUIRE(folds.size() == 200 - 152);
+  for (std::size_t k = 0; k < folds.size(); ++k) {
+    INFO("fold " << k);
+    CHECK(folds[k].test_begin == 152 + static_cast<int>(k));
+    CHECK(folds[k].test_end == folds[k].test_begin + 1);
+    CHECK(folds[k].train_begin == static_cast<int>(k));  // one day later per fold
+  }
+  // A test longer than the step still overlaps, and says so.
+  CHECK_THROWS_WITH(folds_of(t, "train=5m,test=2d,step=1d"), Catch::Contains("step must be at least test"));
+}

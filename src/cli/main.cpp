@@ -28,6 +28,15 @@ void report(const std::exception& e, const char* kind = "") {
   std::string what = e.what();
   const std::string prefix = "foxrl: ";
   if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+  // Messages quote user data in excerpts; this bounds any that does not
+  // (a path of a megabyte), cut at a character boundary.
+  constexpr std::size_t max_bytes = 4096;
+  if (what.size() > max_bytes) {
+    std::size_t cut = max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(what[cut]) & 0xC0) == 0x80) --cut;
+    what = what.substr(0, cut) + "... (message cut at " + std::to_string(cut) + " of " + std::to_string(what.size()) +
+           " bytes)";
+  }
   std::cerr << prefix << foxrl::dist::rank_label() << kind << what << "\n";
 }
 

@@ -62,7 +62,8 @@ Command add_train_command(CLI::App& app) {
       cmd->add_option("--seeds", args->request.seeds,
                       "Train one run per seed (e.g. 1,2,3,4,5 or 1-5), one after another, into out_dir/seed_<N>/, "
                       "then write out_dir/study.json: per-seed results, their spread and bootstrap tests "
-                      "(--resume continues the unfinished seeds)");
+                      "(--resume continues the unfinished seeds)")
+          ->check(non_empty("a list of seeds, e.g. 1,2,3 or 1-5"));
   cmd->add_option("--bootstrap-resamples", args->request.bootstrap.resamples,
                   "Resamples of each bootstrap of a seed study (default 2000)")
       ->check(CLI::Range(100, 1000000))
@@ -70,6 +71,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--bootstrap-seed", args->request.bootstrap.seed,
                   "Seed of a seed study's bootstrap (default " + std::to_string(kDefaultBootstrapSeed) +
                       "): the same seed, the same intervals and p-values")
+      ->check(unsigned_integer())
       ->needs(seeds);
   cmd->add_option("--block-length", args->request.bootstrap.block_length,
                   "Mean block length (bars) of the stationary bootstrap of a seed study's Sharpe tests (default 0: "

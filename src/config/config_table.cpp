@@ -1,5 +1,7 @@
 #include "config/config_table.hpp"
 
+#include "config/train_config.hpp"
+
 #include "core/strings.hpp"
 #include "io/strict_json.hpp"
 
@@ -63,6 +65,13 @@ void check_integer_range(const std::string& where, const char* key, double min, 
     reject(where, key, "value " + v.dump() + " is out of range " + range_text(min, max));
 }
 
+void check_hidden_layers(const std::string& where, const std::vector<std::int64_t>& hidden) {
+  if (hidden.size() > kMaxHiddenLayers) {
+    reject(where, "hidden",
+           std::to_string(hidden.size()) + " layers, at most " + std::to_string(kMaxHiddenLayers) + " are allowed");
+  }
+}
+
 std::string excerpt(const Json& value) { return quote_excerpt(value.dump()); }
 
 Json parse_override_text(const char* key, bool is_string, bool is_list, const std::string& text) {
@@ -97,12 +106,23 @@ std::pair<std::string, std::string> split_override(const std::string& key_value)
 }
 
 std::string read_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open the config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(path + ": cannot read the config file");
-  return text.str();
+  // At most the cap and one byte more is read: /dev/zero or a large file
+  // named by mistake is refused at once instead of filling the memory.
+  const std::string name = path_for_message(path);
+  const std::string cap = std::to_string(kMaxConfigFileBytes / 1024) + " KiB";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(name + ": cannot open the config file");
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw UsageError(name + ": cannot read the config file");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigFileBytes) {
+    throw UsageError(name + ": the config file is larger than the limit of " + cap +
+                     " (a config is a JSON object of keys: is this the right file?)");
+  }
+  // A read that stopped short of the end for another reason than the end.
+  if (!in.eof() && text.size() <= kMaxConfigFileBytes) throw UsageError(name + ": cannot read the config file");
+  return text;
 }
 
 }  // namespace foxrl::config_detail

@@ -36,6 +36,9 @@ void check_range(const std::string& where, const char* key, double min, double m
 /// An integer JSON value within [min, max], compared exactly (not through a
 /// double), else a UsageError printing the value as given.
 void check_integer_range(const std::string& where, const char* key, double min, double max, const Json& v);
+/// `hidden` holds 1 to kMaxHiddenLayers layers (train_config.hpp), else a
+/// UsageError naming the key.
+void check_hidden_layers(const std::string& where, const std::vector<std::int64_t>& hidden);
 /// A JSON value quoted in a message (at most ~200 characters of it).
 std::string excerpt(const Json& value);
 /// `text` of `--set key=text` as JSON: strings as they are, lists as
@@ -45,7 +48,10 @@ Json parse_override_text(const char* key, bool is_string, bool is_list, const st
 Json parse_config_object(const std::string& text, const std::string& where);
 /// "key" and "value" of "key=value"; UsageError for anything else.
 std::pair<std::string, std::string> split_override(const std::string& key_value);
-/// A config file's whole text; UsageError naming `path` if unreadable.
+/// The largest config file read: a config is a few kilobytes of keys.
+inline constexpr std::size_t kMaxConfigFileBytes = 1 << 20;
+/// A config file's whole text; UsageError naming `path` if unreadable or
+/// larger than kMaxConfigFileBytes.
 std::string read_config_file(const std::string& path);
 
 }  // namespace config_detail

@@ -1,6 +1,7 @@
 #include "config/offline_train_config.hpp"
 
 #include "config/config_table.hpp"
+#include "config/train_config.hpp"
 
 namespace foxrl {
 namespace {
@@ -19,9 +20,9 @@ const ConfigTable<OfflineTrainConfig>& table() {
            {},
            "offline algorithm: a registered offline learner (`foxrl info` lists them: iql, cql, bc)"},
           {"dataset", &C::dataset, 0, 0, {}, "dataset of `foxrl collect` (safetensors); also --dataset"},
-          {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of every network's trunk"},
-          {"lr", &C::lr, 0, 1, {}, "Adam learning rate of every network"},
-          {"adam_eps", &C::adam_eps, 0, 1, {}, "Adam epsilon"},
+          {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of every network's trunk (1 to 7 layers)"},
+          {"lr", &C::lr, kMinLearningRate, 1, {}, "Adam learning rate of every network"},
+          {"adam_eps", &C::adam_eps, kMinAdamEpsilon, 1, {}, "Adam epsilon"},
           {"max_grad_norm", &C::max_grad_norm, 0, kInf, {}, "per-network gradient-norm clip (0: off)"},
           {"gamma", &C::gamma, 0, 1, {}, "discount factor"},
           {"batch_size", &C::batch_size, 1, 1 << 16, {}, "minibatch size (uniform draws from the dataset)"},
@@ -60,7 +61,7 @@ const ConfigTable<OfflineTrainConfig>& table() {
            {},
            "greedy evaluation episodes in the dataset's env (0: none)"},
           {"eval_every", &C::eval_every, 1, 1e9, {}, "epochs between evaluations (and after the last epoch)"},
-          {"seed", &C::seed, 0, 1.8e19, {}, "root random seed (weights, sampling, evaluation)"},
+          {"seed", &C::seed, 0, double(kMaxSeed), {}, "root random seed (weights, sampling, evaluation)"},
           {"out_dir", &C::out_dir, 0, 0, {}, "directory for logs, metrics, checkpoints"},
           {"checkpoint_every", &C::checkpoint_every, 1, 1e9, {}, "epochs between checkpoints"},
           {"keep_checkpoints", &C::keep_checkpoints, 1, 1e6, {}, "checkpoint generations kept (the newest ones)"},
@@ -72,7 +73,7 @@ const ConfigTable<OfflineTrainConfig>& table() {
 }  // namespace
 
 OfflineTrainConfig OfflineTrainConfig::from_json_file(const std::string& path) {
-  return from_json_text(config_detail::read_config_file(path), path);
+  return from_json_text(config_detail::read_config_file(path), path_for_message(path));
 }
 
 OfflineTrainConfig OfflineTrainConfig::from_json_text(const std::string& text, const std::string& where) {
@@ -86,6 +87,7 @@ void OfflineTrainConfig::apply_overrides(const std::vector<std::string>& key_val
 }
 
 void OfflineTrainConfig::validate() const {
+  config_detail::check_hidden_layers("config", hidden);
   if (dataset.empty()) config_detail::reject("config", "dataset", "is required: name the dataset with --dataset FILE");
 }
 

@@ -1,9 +1,12 @@
 #include "config/train_config.hpp"
 
 #include "config/config_table.hpp"
+#include "views/nn/network_layout.hpp"
 
 namespace foxrl {
 namespace {
+
+static_assert(kMaxHiddenLayers + 1 == NetworkLayout::max_layers, "a trunk's layers and the head fill a layout");
 
 using Field = ConfigTable<TrainConfig>::Field;
 using config_detail::kInf;
@@ -80,9 +83,9 @@ const std::vector<Field>& fields() {
        {},
        "online algorithm: a registered online learner (`foxrl info` lists them: dqn, ...)",
        true},
-      {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of the MLP trunk"},
-      {"lr", &C::lr, 0, 1, {}, "Adam learning rate"},
-      {"adam_eps", &C::adam_eps, 0, 1, {}, "Adam epsilon"},
+      {"hidden", &C::hidden, 1, 1 << 16, {}, "hidden layer sizes of the MLP trunk (1 to 7 layers)"},
+      {"lr", &C::lr, kMinLearningRate, 1, {}, "Adam learning rate"},
+      {"adam_eps", &C::adam_eps, kMinAdamEpsilon, 1, {}, "Adam epsilon"},
       {"weight_decay", &C::weight_decay, 0, 1, {}, "decoupled weight decay"},
       {"max_grad_norm", &C::max_grad_norm, 0, kInf, {}, "global gradient-norm clip (0: off)"},
       {"loss", &C::loss, 0, 0, {"huber", "mse"}, "TD loss"},
@@ -114,7 +117,7 @@ const std::vector<Field>& fields() {
       {"guard_lr_decay", &C::guard_lr_decay, 0, 1, {}, "learning-rate factor after a restore"},
       {"epochs", &C::epochs, 1, 1e9, {}, "epochs"},
       {"iterations_per_epoch", &C::iterations_per_epoch, 1, 1e12, {}, "collector steps per epoch"},
-      {"seed", &C::seed, 0, 1.8e19, {}, "root random seed"},
+      {"seed", &C::seed, 0, double(kMaxSeed), {}, "root random seed"},
       {"out_dir", &C::out_dir, 0, 0, {}, "directory for logs, metrics, checkpoints, charts"},
       {"checkpoint_every", &C::checkpoint_every, 1, 1e9, {}, "epochs between checkpoints"},
       {"keep_checkpoints",
@@ -136,7 +139,7 @@ const ConfigTable<TrainConfig>& table() {
 }  // namespace
 
 TrainConfig TrainConfig::from_json_file(const std::string& path) {
-  return from_json_text(config_detail::read_config_file(path), path);
+  return from_json_text(config_detail::read_config_file(path), path_for_message(path));
 }
 
 TrainConfig TrainConfig::from_json_text(const std::string& text, const std::string& where) {
@@ -152,6 +155,7 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& key_values) {
 }
 
 void TrainConfig::validate() const {
+  config_detail::check_hidden_layers("config", hidden);
   if (batch_size > buffer_capacity) {
     reject("config", "batch_size", "must not exceed buffer_capacity (" + std::to_string(buffer_capacity) + ")");
   }

@@ -5,11 +5,23 @@
 // with a UsageError naming the key. All algorithm features are always on:
 // the config holds hyperparameters, never feature switches.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace foxrl {
+
+/// Hidden layers an MLP trunk may have (NetworkLayout::max_layers less
+/// the head): the `hidden` keys of every config are checked against it.
+inline constexpr std::size_t kMaxHiddenLayers = 7;
+/// The largest `seed` (and seed of a seed study) a config holds.
+inline constexpr std::uint64_t kMaxSeed = 18000000000000000000ULL;
+/// The smallest `lr` and `adam_eps`: both reach the kernels as float, and a
+/// smaller value is no learning rate (an update below a weight's precision)
+/// or rounds to an epsilon of 0 (a division by zero where a moment is 0).
+inline constexpr double kMinLearningRate = 1e-10;
+inline constexpr double kMinAdamEpsilon = 1e-30;
 
 struct TrainConfig {
   // --- environment ---------------------------------------------------------

@@ -23,6 +23,19 @@ class UsageError : public Error {
   explicit UsageError(const std::string& what) : Error(what) {}
 };
 
+/// Thrown for a file written by a newer foxrl (a format version above the
+/// ones this build reads): bad input like any UsageError (exit 2), but not
+/// a damaged file, so a resume refuses it as it is rather than setting its
+/// generation aside and retraining from an older one.
+class NewerFormatError : public UsageError {
+ public:
+  /// "<file>: <field> <found> is newer than this foxrl reads (<reads>): ..."
+  NewerFormatError(const std::string& file, const std::string& field, const std::string& found,
+                   const std::string& reads)
+      : UsageError(file + ": " + field + " " + found + " is newer than this foxrl reads (" + reads +
+                   "): the file was written by a newer foxrl; use that version (nothing was changed)") {}
+};
+
 /// Thrown when the library is called wrongly by the program that uses it
 /// (wrong call order, shapes that do not fit inside the library): a bug in
 /// the calling code, not the user's input; the tool maps it to exit code 1.

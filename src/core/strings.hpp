@@ -113,4 +113,15 @@ inline std::string quote_excerpt(std::string_view text, std::size_t max_bytes = 
   return out;
 }
 
+/// A file path as messages name it: as it is when it is short text, else
+/// quoted and cut like quote_excerpt (a 1 MB path costs one short line).
+inline std::string path_for_message(const std::string& path, std::size_t max_bytes = 200) {
+  bool plain = path.size() <= max_bytes;
+  for (std::size_t i = 0; plain && i < path.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    plain = c >= 0x20 && c != 0x7F;
+  }
+  return plain ? path : quote_excerpt(path, max_bytes);
+}
+
 }  // namespace foxrl

@@ -12,11 +12,13 @@
 #include "collect/action_selector.hpp"
 #include "collect/dataset_recorder.hpp"
 #include "config/train_config.hpp"
+#include "core/device_memory.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "envs/vector_env.hpp"
 #include "evaluate/policy.hpp"
 #include "market/market_setup.hpp"
+#include "offline/dataset_memory.hpp"
 #include "train/run_spec.hpp"
 #include "train/training_log.hpp"
 
@@ -72,6 +74,29 @@ inline void check_collect_options(const CollectOptions& o) {
   if (o.out_path.empty()) throw UsageError("collect: --out is required");
 }
 
+/// Transitions one collection may record whatever the memory: the row
+/// index times the features stays far inside int64 arithmetic.
+inline constexpr std::int64_t kMaxCollectTransitions = std::int64_t(1) << 40;
+
+/// Refuses --steps the dataset cannot hold before anything is allocated:
+/// above kMaxCollectTransitions, or needing more bytes than `memory` has
+/// free (the whole dataset lives in device memory until it is written).
+/// Overflow-safe: the limit is a row count, never a product of the request.
+inline void check_collect_size(std::int64_t transitions, int obs_dim, const MemoryInfo& memory) {
+  const std::uint64_t per_row = dataset_device_bytes(1, obs_dim);
+  std::int64_t limit = kMaxCollectTransitions;
+  std::string why = "the most one collection records";
+  if (memory.known && memory.free_bytes / per_row < std::uint64_t(limit)) {
+    limit = static_cast<std::int64_t>(memory.free_bytes / per_row);
+    why = "what fits the " + format_bytes(double(memory.free_bytes)) + " free of " + memory.where + " at " +
+          std::to_string(per_row) + " bytes per transition of " + std::to_string(obs_dim) + " features";
+  }
+  if (transitions > limit) {
+    throw UsageError("collect: --steps " + std::to_string(transitions) + " is more than the limit of " +
+                     std::to_string(limit) + " transitions (" + why + ")");
+  }
+}
+
 }  // namespace detail
 
 /// Collects `o.transitions` transitions on `space` and writes `o.out_path`.
@@ -81,6 +106,7 @@ CollectSummary collect_dataset(const ExecSpace& space, const CollectOptions& o) 
   detail::check_collect_options(o);
   o.config.validate();
   const RunSpec spec = run_spec(o.config);
+  detail::check_collect_size(o.transitions, spec.obs_dim, default_memory_info());
   VectorEnv<ExecSpace> env = detail::make_collect_env(space, o, spec);
   const int N = env.num_envs(), D = env.obs_dim(), A = env.num_actions();
 

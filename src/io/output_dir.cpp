@@ -33,6 +33,9 @@ void prepare_output_directory(const std::string& dir, const std::string& what) {
 }
 
 void prepare_output_file_directory(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(what + " " + quote_excerpt(path) + ": is a directory, not a file name");
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) prepare_output_directory(parent.string(), what);
 }

@@ -14,7 +14,8 @@ namespace foxrl {
 void prepare_output_directory(const std::string& dir, const std::string& what);
 
 /// prepare_output_directory for the directory of the output file `path`
-/// (nothing to do for a file in the working directory).
+/// (nothing to do for a file in the working directory); UsageError if
+/// `path` itself is a directory.
 void prepare_output_file_directory(const std::string& path, const std::string& what);
 
 }  // namespace foxrl

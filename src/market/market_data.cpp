@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "kernels/core/counter_rng.hpp"
+#include "market/bounded_lines.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -236,15 +237,10 @@ std::string format_timestamp(std::int64_t t) {
 }
 
 MarketSeries load_market_csv(const std::string& path, const LoadOptions& options, LoadReport* report) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot open market data file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw UsageError(path + ": cannot read market data file");
-  std::string text = buffer.str();
-  // A UTF-8 byte-order mark, as spreadsheet programs write it, is not part
-  // of the first column's name.
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  // Line by line with a cap on each line: a device or binary file named by
+  // mistake is refused after at most the cap, never read whole.
+  BoundedLineReader lines(path, "market data file");
+  const std::string name = path_for_message(path);
 
   LoadReport local_report;
   LoadReport& rep = report ? *report : local_report;
@@ -253,22 +249,16 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
   MarketSeries series;
   series.source = path;
 
-  std::size_t pos = 0;
-  std::size_t line_no = 0;
   bool have_header = false;
   Columns col;
   std::vector<std::string> names;
   std::int64_t last_time = 0;
 
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    const bool last_line = nl == std::string::npos;
-    std::string line = text.substr(pos, last_line ? std::string::npos : nl - pos);
-    pos = last_line ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::string line;
+  while (lines.next(line)) {
+    const std::size_t line_no = lines.line_number();
     if (trim(line).empty()) continue;
-    const std::string where = path + ":" + std::to_string(line_no);
+    const std::string where = name + ":" + std::to_string(line_no);
 
     std::vector<std::string> f;
     std::size_t bad_column = 0;
@@ -334,7 +324,7 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     } else if (f.size() != names.size()) {
       fail("field_count", "expected " + std::to_string(names.size()) + " fields as in the header, found " +
                               std::to_string(f.size()) + " in " + quote(line) +
-                              (last_line ? " (truncated last line?)" : ""));
+                              (lines.at_unterminated_end() ? " (truncated last line?)" : ""));
     } else if (!try_parse_timestamp(f[static_cast<std::size_t>(col.timestamp)], t)) {
       fail("bad_timestamp", field_desc(col.timestamp) + ": value " + quote(f[static_cast<std::size_t>(col.timestamp)]) +
                                 " is not a timestamp (ISO-8601 " + kTimestampForms +
@@ -420,9 +410,9 @@ MarketSeries load_market_csv(const std::string& path, const LoadOptions& options
     series.volume.push_back(v[4]);
     last_time = t;
   }
-  if (!have_header) throw UsageError(path + ": empty file (expected a header timestamp,open,high,low,close,volume)");
+  if (!have_header) throw UsageError(name + ": empty file (expected a header timestamp,open,high,low,close,volume)");
   if (series.size() == 0) {
-    throw UsageError(path + ": no " + (rep.data_lines ? "valid " : "") + "data rows after the header" +
+    throw UsageError(name + ": no " + (rep.data_lines ? "valid " : "") + "data rows after the header" +
                      (rep.data_lines ? " (" + std::to_string(rep.rows_skipped()) + " skipped)" : ""));
   }
   rep.rows_loaded = series.size();

@@ -108,6 +108,11 @@ DatasetFile validate_dataset(const std::string& path, safetensors::File file) {
   check.require_each<float>(obs, finite, "observations must be finite");
   check.require_each<float>(next, finite, "observations must be finite");
   check.require_each<float>(rewards, finite, "rewards must be finite");
+  const auto bounded = [](float x) { return std::fabs(x) <= kMaxDatasetMagnitude; };
+  const std::string bound = "must be within +-" + format_value(kMaxDatasetMagnitude);
+  check.require_each<float>(obs, bounded, "observations " + bound);
+  check.require_each<float>(next, bounded, "observations " + bound);
+  check.require_each<float>(rewards, bounded, "rewards " + bound);
   const std::int32_t num_actions = m.num_actions;
   check.require_each<std::int32_t>(
       actions, [num_actions](std::int32_t a) { return a >= 0 && a < num_actions; },

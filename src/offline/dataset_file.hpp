@@ -47,6 +47,13 @@ inline const std::vector<std::string>& dataset_tensor_names() {
   return names;
 }
 
+/// The largest |value| of an observation or reward a dataset may hold. The
+/// envs' observations are bounded positions, angles and log returns, their
+/// rewards of order 1; a value near float's limit (3e38) is finite but
+/// overflows the squares of every loss and gradient, so that each update
+/// would be rejected and a run would learn nothing: it is refused here.
+inline constexpr float kMaxDatasetMagnitude = 1e6f;
+
 /// Reads and validates the dataset `path`; UsageError naming the file and
 /// the field on any defect.
 DatasetFile read_dataset_file(const std::string& path);

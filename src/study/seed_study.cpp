@@ -54,9 +54,11 @@ std::uint64_t parse_seed(const std::string& text, const std::string& list) {
     if (value > (UINT64_MAX - d) / 10) fits = false;
     value = value * 10 + d;
   }
-  if (!fits) {
+  // The bound of the config key `seed`, which each seed's run stores: a
+  // larger seed would train and then be refused by its own checkpoint.
+  if (!fits || value > kMaxSeed) {
     throw UsageError("--seeds: " + quote_excerpt(text) + " in " + quote_excerpt(list) +
-                     " is not a seed (a non-negative integer below 2^64)");
+                     " is not a seed (an integer from 0 to " + std::to_string(kMaxSeed) + ")");
   }
   return value;
 }

@@ -30,6 +30,12 @@ class Timeline {
 
   Boundary anchor() const { return {0, span_.anchor, false}; }
 
+  /// Bar `bar` (at most one past the last) and its time.
+  Boundary at_bar(std::int64_t bar) const {
+    if (bar > n_) return {n_, span_.data_end, true};
+    return {bar, bar < n_ ? t_[static_cast<std::size_t>(bar)] : span_.data_end, false};
+  }
+
   /// `b` moved by `times` x `period`.
   Boundary advance(const Boundary& b, const WalkForwardPeriod& period, std::int64_t times) const {
     if (b.past_end || times == 0) return b;
@@ -38,10 +44,6 @@ class Timeline {
   }
 
  private:
-  Boundary at_bar(std::int64_t bar) const {
-    if (bar > n_) return {n_, span_.data_end, true};
-    return {bar, bar < n_ ? t_[static_cast<std::size_t>(bar)] : span_.data_end, false};
-  }
   Boundary at_time(std::int64_t time) const {
     if (time > span_.data_end) return {n_, time, true};
     return {std::lower_bound(t_.begin(), t_.end(), time) - t_.begin(), time, false};
@@ -81,6 +83,7 @@ std::vector<WalkForwardFold> walk_forward_folds(const std::vector<std::int64_t>&
                             bar_range_text(timestamps, 0, static_cast<int>(timestamps.size()), bar_seconds) + " (" +
                             std::to_string(timestamps.size()) + " bars)";
 
+  const Boundary first_train_end = line.advance(line.anchor(), spec.train, 1);
   std::vector<WalkForwardFold> folds;
   for (std::int64_t k = 0;; ++k) {
     Boundary start, train_end, test_end;
@@ -91,8 +94,13 @@ std::vector<WalkForwardFold> walk_forward_folds(const std::vector<std::int64_t>&
       train_end = line.advance(line.anchor(), unit, s + tr);
       test_end = line.advance(line.anchor(), unit, s + tr + te);
     } else {
-      start = line.advance(line.anchor(), spec.step, k);
-      train_end = line.advance(start, spec.train, 1);
+      // Units that differ: the test periods move by `step` from the first
+      // one, so a step as long as test tests each bar once. (Each fold's
+      // own start + train would not: 5 months after Jan 30 and after Jan 31
+      // are both Jun 30, and two folds would test the same day.)
+      train_end = line.advance(first_train_end, spec.step, k);
+      start = spec.train.is_bars() ? line.at_bar(std::max<std::int64_t>(train_end.bar - spec.train.count, 0))
+                                   : line.advance(line.anchor(), spec.step, k);
       test_end = line.advance(train_end, spec.test, 1);
     }
     if (test_end.past_end) {

@@ -66,6 +66,8 @@ OfflineManifest OfflineManifest::read(const std::string& dir) {
     return j.at(key);
   };
   if (field("format") != format_name) throw UsageError(path + ": field 'format' is not " + format_name);
+  if (const Json& v = field("format_version"); v.is_number_integer() && v.get<std::int64_t>() > format_version)
+    throw NewerFormatError(path, "format_version", v.dump(), std::to_string(format_version));
   if (field("format_version") != format_version)
     throw UsageError(path + ": field 'format_version' is " + field("format_version").dump().substr(0, 40) +
                      ", this foxrl reads " + std::to_string(format_version));

@@ -168,6 +168,8 @@ OfflineTrainConfig OfflineTrainingRun::saved_config(const std::string& out_dir) 
     try {
       const OfflineManifest m = OfflineManifest::read(g.path);
       return OfflineTrainConfig::from_json_text(m.config_json, g.path + "/" + OfflineManifest::manifest_file);
+    } catch (const NewerFormatError&) {
+      throw;  // written by a newer foxrl: no older generation stands in for it
     } catch (const UsageError& e) {
       problems += std::string(problems.empty() ? "" : "; ") + e.what();
     }

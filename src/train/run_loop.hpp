@@ -138,6 +138,10 @@ class RunLoop {
       // resume leaves the run as it was.
       if (!fs::is_directory(out_dir, ec)) throw UsageError("--resume: out_dir '" + out_dir + "' is not a directory");
       job_.check_resume();
+      // A run the user cannot write (a read-only mount, another owner) is
+      // refused as bad input before anything is loaded; the probe file
+      // this creates is removed at once.
+      if (writer) prepare_output_directory(out_dir, "--resume: out_dir");
     } else if (writer) {
       prepare_output_directory(out_dir, "out_dir");  // created, and writable
     }
@@ -246,6 +250,8 @@ class RunLoop {
         loaded = job_.load(g.path);
       } catch (const LogicError&) {
         throw;
+      } catch (const NewerFormatError&) {
+        throw;  // not damaged: refused as it is, nothing set aside
       } catch (const UsageError& e) {
         failure = e.what();
       }

@@ -63,6 +63,8 @@ RunManifest RunManifest::read(const std::string& dir) {
   if (field("format") != "foxrl-dqn-checkpoint")
     throw UsageError(path + ": field 'format' is not foxrl-dqn-checkpoint");
   const Json& version = field("format_version");
+  if (version.is_number_integer() && version.get<std::int64_t>() > format_version)
+    throw NewerFormatError(path, "format_version", version.dump(), "1 to " + std::to_string(format_version));
   const bool known_version =
       version.is_number_integer() && version.get<std::int64_t>() >= 1 && version.get<std::int64_t>() <= format_version;
   if (!known_version) {

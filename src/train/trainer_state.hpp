@@ -143,6 +143,9 @@ TrainerCounters load_trainer_state(const ExecSpace& space, const std::string& pa
   if (meta("format") != "foxrl.trainer_state")
     throw UsageError("trainer state '" + path + "': metadata 'format' is " + quote_excerpt(meta("format")) +
                      ", expected foxrl.trainer_state");
+  if (const std::string v = meta("format_version");
+      !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) > 1)
+    throw NewerFormatError("trainer state '" + path + "'", "metadata 'format_version'", v, "1");
   if (meta("format_version") != "1")
     throw UsageError("trainer state '" + path + "': metadata 'format_version' is " +
                      quote_excerpt(meta("format_version")) + ", this foxrl reads 1");

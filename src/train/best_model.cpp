@@ -100,7 +100,7 @@ std::string BestModelStore::path_of(std::int64_t epoch) const {
 }
 
 std::string BestModelStore::verified_path_of(const BestModel& best) const {
-  const std::string dir = path_of(best.epoch);
+  std::string dir = path_of(best.epoch);
   if (dir.empty()) return dir;
   const auto refuse = [&](const std::string& file, const std::string& run, std::int64_t epoch) {
     throw UsageError(dir + "/" + file + ": the best model of run " + quote_excerpt(run) + ", epoch " +

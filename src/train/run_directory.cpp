@@ -3,8 +3,8 @@
 #include "core/error.hpp"
 #include "train/checkpoint_store.hpp"
 
-#include <signal.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <cerrno>
